@@ -1,0 +1,76 @@
+//! Errors raised while creating, writing or opening a trace database.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the trace store.
+///
+/// Each variant carries enough context for a one-line message that tells the
+/// user what to do next; the CLI maps the "bad input" family to exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The path does not exist.
+    #[error(
+        "{0}: no such file (give the path of a trace database, or run `ingero demo` to make one)"
+    )]
+    NotFound(PathBuf),
+    /// The file exists but is not an SQLite database at all.
+    #[error("{0}: not an SQLite database (expected a trace database written by ingero or Ingero)")]
+    NotSqlite(PathBuf),
+    /// SQLite reports the file as damaged.
+    #[error("{path}: database is corrupt ({detail}); recover what you can with `sqlite3 {path} .recover`", path = .path.display())]
+    Corrupt {
+        /// The damaged file.
+        path: PathBuf,
+        /// SQLite's own description.
+        detail: String,
+    },
+    /// The database has no tables or no recorded data.
+    #[error("{0}: database holds no trace data (record one with `ingero trace` or make one with `ingero demo`)")]
+    Empty(PathBuf),
+    /// An SQLite database whose tables are neither ours nor Ingero's.
+    #[error("{path}: not a trace database ({detail})", path = .path.display())]
+    ForeignSchema {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        detail: String,
+    },
+    /// A native database written by a newer ingero than this one.
+    #[error("{path}: schema version {found} is newer than this ingero understands ({known}); upgrade ingero", path = .path.display())]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// Version stored in the file.
+        found: i64,
+        /// Newest version this build knows.
+        known: i64,
+    },
+    /// The file cannot be opened for a reason other than the above (permissions, locks).
+    #[error("{path}: cannot open ({detail})", path = .path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// Reason reported by the OS or SQLite.
+        detail: String,
+    },
+    /// A time-window or duration argument could not be understood.
+    #[error("bad duration {0:?}: use a number with a unit, e.g. 30s, 5m, 1h, 250ms")]
+    BadDuration(String),
+    /// Any other SQLite failure while reading or writing.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// I/O failure outside SQLite.
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl StoreError {
+    /// True when the error is caused by what the user gave us (a bad path or a
+    /// file that is not a usable trace database), as opposed to an internal fault.
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, StoreError::Sqlite(_) | StoreError::Io(_))
+    }
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

@@ -1,0 +1,23 @@
+//! The ingero trace store.
+//!
+//! One schema ([`schema`]) for every capture, a batched [`TraceWriter`] that
+//! live capture and the demo generator both use, and a read-only [`TraceDb`]
+//! that opens native files and Ingero (Go) files alike and presents both under
+//! the same table names, so the analysis engine has one dialect to speak.
+
+pub mod aggregate;
+pub mod catalog;
+pub mod error;
+mod foreign;
+pub mod model;
+pub mod open;
+pub mod schema;
+pub mod window;
+pub mod writer;
+
+pub use catalog::{AggSource, CudaApi, HostKind, OpClass};
+pub use error::{Result, StoreError};
+pub use model::{CudaCall, Event, HostEvent, ProcessInfo, SessionInfo, SystemSnapshot};
+pub use open::{DbFormat, TraceDb};
+pub use window::{parse_duration_ns, CaptureSpan, ResolvedWindow, TimeWindow};
+pub use writer::{RawPolicy, TraceWriter};

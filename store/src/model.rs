@@ -1,0 +1,141 @@
+//! Plain records that flow from capture into the store.
+
+use crate::catalog::HostKind;
+use serde::{Deserialize, Serialize};
+
+/// One completed CUDA API call, as seen by an entry/return probe pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CudaCall {
+    /// Entry time, nanoseconds since the Unix epoch.
+    pub ts_ns: i64,
+    /// Process id (thread group id).
+    pub pid: i32,
+    /// Thread id that made the call.
+    pub tid: i32,
+    /// Catalogue id of the function ([`crate::catalog::CUDA_OPS`]).
+    pub op_id: u16,
+    /// Time spent inside the call.
+    pub dur_ns: i64,
+    /// Bytes moved or allocated, 0 when the function has no size.
+    pub bytes: i64,
+    /// `cudaMemcpyKind` of a copy ([`crate::catalog::copy_kind`]), -1 otherwise.
+    pub copy_kind: i64,
+    /// Stream handle, 0 for the default stream or when unknown.
+    pub stream: i64,
+    /// Return code (0 = success).
+    pub ret: i64,
+}
+
+/// One host (kernel) event from a tracepoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostEvent {
+    /// Event time, nanoseconds since the Unix epoch.
+    pub ts_ns: i64,
+    /// Process id the event belongs to.
+    pub pid: i32,
+    /// Thread id the event belongs to.
+    pub tid: i32,
+    /// What happened.
+    pub kind: HostKind,
+    /// Duration where the kind has one (off-CPU time for a switch), else 0.
+    pub dur_ns: i64,
+    /// Kind-specific argument: page order, child pid, exit code.
+    pub arg: i64,
+    /// CPU the event happened on, -1 when unknown.
+    pub cpu: i32,
+}
+
+impl HostEvent {
+    /// Bytes a page allocation covers (4 KiB pages), 0 for other kinds.
+    pub fn page_bytes(&self) -> i64 {
+        if self.kind == HostKind::PageAlloc {
+            4096i64 << self.arg.clamp(0, 20)
+        } else {
+            0
+        }
+    }
+}
+
+/// Anything the capture engine hands to the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A CUDA API call.
+    Cuda(CudaCall),
+    /// A kernel event.
+    Host(HostEvent),
+}
+
+impl Event {
+    /// Timestamp of the event.
+    pub fn ts_ns(&self) -> i64 {
+        match self {
+            Event::Cuda(c) => c.ts_ns,
+            Event::Host(h) => h.ts_ns,
+        }
+    }
+}
+
+/// What is known about the machine and the capture when it starts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SessionInfo {
+    /// Host name.
+    pub host: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Online CPU count.
+    pub cpu_cores: i64,
+    /// Total memory in MiB.
+    pub mem_total_mb: i64,
+    /// GPU model, empty when unknown.
+    pub gpu_model: String,
+    /// GPU driver version, empty when unknown.
+    pub gpu_driver: String,
+    /// Capture start, ns since the epoch.
+    pub started_ns: i64,
+    /// Capture stop, ns since the epoch (0 while running).
+    pub stopped_ns: i64,
+    /// Pids the capture was asked to follow (empty = everything).
+    pub target_pids: Vec<i32>,
+    /// Command line that was traced, when ingero launched it.
+    pub command: String,
+    /// Version of the tool that recorded the data.
+    pub tool_version: String,
+}
+
+/// A process seen during capture.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProcessInfo {
+    /// Process id.
+    pub pid: i32,
+    /// Parent process id, 0 when unknown.
+    pub ppid: i32,
+    /// Short command name (`comm`).
+    pub comm: String,
+    /// Full command line, empty when unknown.
+    pub cmdline: String,
+    /// First time the process was seen, ns since the epoch.
+    pub first_seen_ns: i64,
+    /// Last time the process was seen, ns since the epoch.
+    pub last_seen_ns: i64,
+}
+
+/// A periodic whole-system sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SystemSnapshot {
+    /// Sample time, ns since the epoch.
+    pub ts_ns: i64,
+    /// Busy CPU share over the last interval, 0-100.
+    pub cpu_pct: f64,
+    /// Used memory share, 0-100.
+    pub mem_used_pct: f64,
+    /// Available memory in MiB.
+    pub mem_avail_mb: i64,
+    /// Swap in use in MiB.
+    pub swap_used_mb: i64,
+    /// One-minute load average.
+    pub load1: f64,
+    /// Runnable tasks at sample time (`procs_running`), -1 when unknown.
+    pub procs_running: i64,
+}

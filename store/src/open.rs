@@ -1,0 +1,267 @@
+//! Opening a trace database for reading, whatever wrote it.
+
+use crate::error::{Result, StoreError};
+use crate::foreign;
+use crate::schema::{AGGREGATE_BUCKET_NS, FORMAT_TAG, SCHEMA_VERSION};
+use crate::window::{CaptureSpan, ResolvedWindow, TimeWindow};
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Who wrote the database being read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "format", rename_all = "snake_case")]
+pub enum DbFormat {
+    /// Written by this project; `version` is the schema version.
+    Native {
+        /// `PRAGMA user_version` of the file.
+        version: i64,
+    },
+    /// Written by Ingero (Go); mapped read-only onto the native table names.
+    IngeroGo {
+        /// Ingero's `schema_info.version`, empty when absent.
+        version: String,
+    },
+}
+
+/// A read-only trace database, presenting the native table names whatever the
+/// file's own schema is (`sessions`, `processes`, `cuda_ops`, `cuda_calls`,
+/// `host_events`, `system_snapshots`, `aggregates`, `capture_losses`).
+pub struct TraceDb {
+    conn: Connection,
+    path: PathBuf,
+    format: DbFormat,
+    bucket_ns: i64,
+    span: CaptureSpan,
+}
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+impl TraceDb {
+    /// Opens `path` read-only. The file is never modified.
+    pub fn open(path: &Path) -> Result<TraceDb> {
+        check_file(path)?;
+        let conn = open_read_only(path)?;
+        let tables = table_names(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
+        if tables.is_empty() {
+            return Err(StoreError::Empty(path.to_path_buf()));
+        }
+        let has = |t: &str| tables.iter().any(|n| n == t);
+        let (conn, format, bucket_ns) = if has("ingero_meta") {
+            let tag: Option<String> = conn
+                .query_row(
+                    "SELECT value FROM ingero_meta WHERE key = 'format'",
+                    [],
+                    |r| r.get(0),
+                )
+                .ok();
+            if tag.as_deref() != Some(FORMAT_TAG) {
+                return Err(StoreError::ForeignSchema {
+                    path: path.to_path_buf(),
+                    detail: format!("ingero_meta.format is {tag:?}"),
+                });
+            }
+            let version: i64 = conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(|e| StoreError::from_sqlite(path, e))?;
+            if version > SCHEMA_VERSION {
+                return Err(StoreError::NewerSchema {
+                    path: path.to_path_buf(),
+                    found: version,
+                    known: SCHEMA_VERSION,
+                });
+            }
+            let bucket: i64 = conn
+                .query_row(
+                    "SELECT CAST(value AS INTEGER) FROM ingero_meta WHERE key = 'aggregate_bucket_ns'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap_or(AGGREGATE_BUCKET_NS);
+            (conn, DbFormat::Native { version }, bucket)
+        } else if has("events") && has("ops") && has("sources") {
+            drop(conn);
+            let mapped = foreign::attach_ingero_go(path)?;
+            (
+                mapped.conn,
+                DbFormat::IngeroGo {
+                    version: mapped.version,
+                },
+                mapped.bucket_ns,
+            )
+        } else {
+            let mut shown: Vec<&str> = tables.iter().map(String::as_str).take(5).collect();
+            if tables.len() > 5 {
+                shown.push("...");
+            }
+            return Err(StoreError::ForeignSchema {
+                path: path.to_path_buf(),
+                detail: format!("unknown tables: {}", shown.join(", ")),
+            });
+        };
+        let span = capture_span(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
+        let Some(span) = span else {
+            return Err(StoreError::Empty(path.to_path_buf()));
+        };
+        Ok(TraceDb {
+            conn,
+            path: path.to_path_buf(),
+            format,
+            bucket_ns,
+            span,
+        })
+    }
+
+    /// The read-only connection, with the native table names available.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The file that was opened.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Who wrote the file.
+    pub fn format(&self) -> &DbFormat {
+        &self.format
+    }
+
+    /// Width of the rows in `aggregates`, ns (1 s native, 60 s for Ingero files).
+    pub fn aggregate_bucket_ns(&self) -> i64 {
+        self.bucket_ns
+    }
+
+    /// First and last recorded instants.
+    pub fn span(&self) -> CaptureSpan {
+        self.span
+    }
+
+    /// Resolves a relative window against this capture.
+    pub fn resolve(&self, window: &TimeWindow) -> ResolvedWindow {
+        window.resolve(self.span)
+    }
+
+    /// Turns an SQLite error raised while reading this file into a store error
+    /// that says whether the file is damaged.
+    pub fn classify(&self, err: rusqlite::Error) -> StoreError {
+        StoreError::from_sqlite(&self.path, err)
+    }
+}
+
+impl StoreError {
+    /// Maps SQLite's "corrupt" and "not a database" codes to the matching
+    /// user-facing errors; everything else stays an SQLite error.
+    pub fn from_sqlite(path: &Path, err: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode;
+        match err.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => StoreError::NotSqlite(path.to_path_buf()),
+            Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+                path: path.to_path_buf(),
+                detail: err.to_string(),
+            },
+            Some(ErrorCode::CannotOpen) | Some(ErrorCode::PermissionDenied) => StoreError::Open {
+                path: path.to_path_buf(),
+                detail: err.to_string(),
+            },
+            _ => StoreError::Sqlite(err),
+        }
+    }
+}
+
+fn check_file(path: &Path) -> Result<()> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(StoreError::NotFound(path.to_path_buf()))
+        }
+        Err(e) => {
+            return Err(StoreError::Open {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            })
+        }
+    };
+    if meta.is_dir() {
+        return Err(StoreError::Open {
+            path: path.to_path_buf(),
+            detail: "is a directory".into(),
+        });
+    }
+    if meta.len() == 0 {
+        return Err(StoreError::Empty(path.to_path_buf()));
+    }
+    let mut header = [0u8; 16];
+    let mut f = std::fs::File::open(path).map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    let n = f.read(&mut header)?;
+    if n < 16 || &header != SQLITE_MAGIC {
+        return Err(StoreError::NotSqlite(path.to_path_buf()));
+    }
+    Ok(())
+}
+
+fn open_read_only(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    conn.pragma_update(None, "query_only", true)?;
+    Ok(conn)
+}
+
+fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(names)
+}
+
+/// Earliest and latest instant of the capture; `None` when nothing at all was
+/// recorded. Session bounds win where known; raw rows come next; aggregate
+/// buckets (rounded to their width) are the last resort.
+fn capture_span(conn: &Connection) -> rusqlite::Result<Option<CaptureSpan>> {
+    let bucket: i64 = conn
+        .query_row(
+            "SELECT CAST(value AS INTEGER) FROM ingero_meta WHERE key = 'aggregate_bucket_ns'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or(AGGREGATE_BUCKET_NS);
+    let pair = |sql: &str| -> rusqlite::Result<(Option<i64>, Option<i64>)> {
+        conn.query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
+    };
+    let raw = pair(
+        "SELECT MIN(lo), MAX(hi) FROM ( \
+           SELECT MIN(ts_ns) AS lo, MAX(ts_ns + dur_ns) AS hi FROM cuda_calls \
+           UNION ALL SELECT MIN(ts_ns), MAX(ts_ns) FROM host_events \
+           UNION ALL SELECT MIN(ts_ns), MAX(ts_ns) FROM system_snapshots)",
+    )?;
+    let agg: (Option<i64>, Option<i64>) = conn.query_row(
+        "SELECT MIN(bucket_ns), MAX(bucket_ns) + ?1 - 1 FROM aggregates",
+        [bucket],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let sess = pair("SELECT MIN(NULLIF(started_ns, 0)), MAX(NULLIF(stopped_ns, 0)) FROM sessions")?;
+    let data_lo = raw.0.or(agg.0);
+    let data_hi = raw.1.or(agg.1);
+    let (Some(data_lo), Some(data_hi)) = (data_lo, data_hi) else {
+        return Ok(None);
+    };
+    let start = sess.0.map_or(data_lo, |s| s.min(raw.0.unwrap_or(s)));
+    let end = match sess.1 {
+        Some(stop) if stop >= start => stop.max(raw.1.unwrap_or(stop)),
+        _ => data_hi,
+    };
+    Ok(Some(CaptureSpan {
+        start_ns: start,
+        end_ns: end.max(start),
+    }))
+}

@@ -1,0 +1,309 @@
+//! The batched writer every producer (live capture, demo generator) goes through.
+
+use crate::aggregate::{AggKey, Aggregator};
+use crate::catalog::AggSource;
+use crate::error::{Result, StoreError};
+use crate::model::{Event, ProcessInfo, SessionInfo, SystemSnapshot};
+use crate::schema::migrate;
+use rusqlite::{params, Connection, OpenFlags};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Which raw rows to keep. Aggregates always count every event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RawPolicy {
+    /// Keep every raw row (exact statistics, biggest files).
+    #[default]
+    All,
+    /// Per second, per process and per op/kind, keep the first `per_second`
+    /// rows plus every row slower than `always_keep_ns` (tails are never dropped).
+    Sampled {
+        /// Rows kept per (second, pid, op) before sampling starts.
+        per_second: u32,
+        /// Events at least this long are always kept.
+        always_keep_ns: i64,
+    },
+}
+
+/// Writes one capture session into a native trace database.
+///
+/// Every [`TraceWriter::write_batch`] is one transaction, so a process killed
+/// at any moment leaves a readable file holding all earlier batches.
+pub struct TraceWriter {
+    conn: Connection,
+    path: PathBuf,
+    session_id: i64,
+    policy: RawPolicy,
+    pending: Aggregator,
+    kept_this_bucket: HashMap<AggKey, u32>,
+    current_bucket: i64,
+}
+
+impl TraceWriter {
+    /// Creates (or extends) the database at `path` and starts a session in it.
+    pub fn create(path: &Path, info: &SessionInfo, policy: RawPolicy) -> Result<TraceWriter> {
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| StoreError::Open {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
+        let has_foreign: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'events' AND type = 'table'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(|e| StoreError::from_sqlite(path, e))?
+            > 0;
+        if has_foreign {
+            return Err(StoreError::ForeignSchema {
+                path: path.to_path_buf(),
+                detail: "it holds an Ingero (Go) database; write to a new file".into(),
+            });
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrate(&mut conn)?;
+        conn.execute(
+            "INSERT INTO sessions(host, kernel, cpu_model, cpu_cores, mem_total_mb, gpu_model, \
+             gpu_driver, started_ns, stopped_ns, target_pids, command, tool_version) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                info.host,
+                info.kernel,
+                info.cpu_model,
+                info.cpu_cores,
+                info.mem_total_mb,
+                info.gpu_model,
+                info.gpu_driver,
+                info.started_ns,
+                info.stopped_ns,
+                serde_json::to_string(&info.target_pids).unwrap_or_else(|_| "[]".into()),
+                info.command,
+                info.tool_version,
+            ],
+        )?;
+        let session_id = conn.last_insert_rowid();
+        Ok(TraceWriter {
+            conn,
+            path: path.to_path_buf(),
+            session_id,
+            policy,
+            pending: Aggregator::default(),
+            kept_this_bucket: HashMap::new(),
+            current_bucket: i64::MIN,
+        })
+    }
+
+    /// Id of the session this writer appends to.
+    pub fn session_id(&self) -> i64 {
+        self.session_id
+    }
+
+    /// File being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn keep_raw(&mut self, event: &Event) -> bool {
+        let RawPolicy::Sampled {
+            per_second,
+            always_keep_ns,
+        } = self.policy
+        else {
+            return true;
+        };
+        let (key, dur, _) = Aggregator::key_of(event);
+        if key.bucket_ns != self.current_bucket {
+            if key.bucket_ns > self.current_bucket {
+                self.kept_this_bucket.clear();
+                self.current_bucket = key.bucket_ns;
+            } else {
+                // Late event from an earlier second: keep only tails.
+                return dur >= always_keep_ns;
+            }
+        }
+        if dur >= always_keep_ns {
+            return true;
+        }
+        let kept = self.kept_this_bucket.entry(key).or_insert(0);
+        if *kept < per_second {
+            *kept += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Stores a batch of events (raw rows per policy, plus aggregates) in one transaction.
+    pub fn write_batch(&mut self, events: &[Event]) -> Result<()> {
+        let keep: Vec<bool> = events.iter().map(|e| self.keep_raw(e)).collect();
+        for (e, k) in events.iter().zip(&keep) {
+            self.pending.add(e, *k);
+        }
+        let tx = self.conn.transaction()?;
+        {
+            let mut cuda = tx.prepare_cached(
+                "INSERT INTO cuda_calls(session_id, ts_ns, pid, tid, op_id, dur_ns, bytes, copy_kind, stream, ret) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            let mut host = tx.prepare_cached(
+                "INSERT INTO host_events(session_id, ts_ns, pid, tid, kind, dur_ns, arg, cpu) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for (e, k) in events.iter().zip(&keep) {
+                if !*k {
+                    continue;
+                }
+                match e {
+                    Event::Cuda(c) => {
+                        cuda.execute(params![
+                            self.session_id,
+                            c.ts_ns,
+                            c.pid,
+                            c.tid,
+                            c.op_id,
+                            c.dur_ns,
+                            c.bytes,
+                            c.copy_kind,
+                            c.stream,
+                            c.ret
+                        ])?;
+                    }
+                    Event::Host(h) => {
+                        host.execute(params![
+                            self.session_id,
+                            h.ts_ns,
+                            h.pid,
+                            h.tid,
+                            h.kind.id(),
+                            h.dur_ns,
+                            h.arg,
+                            h.cpu
+                        ])?;
+                    }
+                }
+            }
+            let mut agg = tx.prepare_cached(
+                "INSERT INTO aggregates(session_id, bucket_ns, pid, source, code, count, stored, \
+                 sum_dur_ns, min_dur_ns, max_dur_ns, sum_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                 ON CONFLICT(session_id, bucket_ns, pid, source, code) DO UPDATE SET \
+                 count = count + excluded.count, stored = stored + excluded.stored, \
+                 sum_dur_ns = sum_dur_ns + excluded.sum_dur_ns, \
+                 min_dur_ns = MIN(min_dur_ns, excluded.min_dur_ns), \
+                 max_dur_ns = MAX(max_dur_ns, excluded.max_dur_ns), \
+                 sum_bytes = sum_bytes + excluded.sum_bytes",
+            )?;
+            for (k, t) in self.pending.drain() {
+                agg.execute(params![
+                    self.session_id,
+                    k.bucket_ns,
+                    k.pid,
+                    k.source as i64,
+                    k.code,
+                    t.count,
+                    t.stored,
+                    t.sum_dur_ns,
+                    t.min_dur_ns,
+                    t.max_dur_ns,
+                    t.sum_bytes
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records or refreshes a process (first/last seen widen, names fill in).
+    pub fn upsert_process(&mut self, p: &ProcessInfo) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO processes(session_id, pid, ppid, comm, cmdline, first_seen_ns, last_seen_ns) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+             ON CONFLICT(session_id, pid) DO UPDATE SET \
+             ppid = CASE WHEN excluded.ppid != 0 THEN excluded.ppid ELSE ppid END, \
+             comm = CASE WHEN excluded.comm != '' THEN excluded.comm ELSE comm END, \
+             cmdline = CASE WHEN excluded.cmdline != '' THEN excluded.cmdline ELSE cmdline END, \
+             first_seen_ns = MIN(first_seen_ns, excluded.first_seen_ns), \
+             last_seen_ns = MAX(last_seen_ns, excluded.last_seen_ns)",
+            params![
+                self.session_id,
+                p.pid,
+                p.ppid,
+                p.comm,
+                p.cmdline,
+                p.first_seen_ns,
+                p.last_seen_ns
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores one whole-system sample.
+    pub fn write_snapshot(&mut self, s: &SystemSnapshot) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO system_snapshots(session_id, ts_ns, cpu_pct, mem_used_pct, \
+             mem_avail_mb, swap_used_mb, load1, procs_running) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                self.session_id,
+                s.ts_ns,
+                s.cpu_pct,
+                s.mem_used_pct,
+                s.mem_avail_mb,
+                s.swap_used_mb,
+                s.load1,
+                s.procs_running
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Records events the capture lost before they reached the writer.
+    pub fn record_loss(&mut self, ts_ns: i64, source: &str, lost: i64) -> Result<()> {
+        if lost > 0 {
+            self.conn.execute(
+                "INSERT INTO capture_losses(session_id, ts_ns, source, lost) VALUES (?1, ?2, ?3, ?4)",
+                params![self.session_id, ts_ns, source, lost],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Updates the session's GPU description once it is known.
+    pub fn set_gpu(&mut self, model: &str, driver: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE sessions SET gpu_model = ?2, gpu_driver = ?3 WHERE id = ?1",
+            params![self.session_id, model, driver],
+        )?;
+        Ok(())
+    }
+
+    /// Marks the session stopped and folds the WAL into the main file, so the
+    /// database is a single self-contained file that opens read-only anywhere.
+    pub fn finish(self, stopped_ns: i64) -> Result<PathBuf> {
+        self.conn.execute(
+            "UPDATE sessions SET stopped_ns = ?2 WHERE id = ?1",
+            params![self.session_id, stopped_ns],
+        )?;
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        self.conn
+            .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))?;
+        Ok(self.path)
+    }
+}
+
+impl AggSource {
+    /// Inverse of the stored number.
+    pub fn from_id(id: i64) -> Option<AggSource> {
+        match id {
+            1 => Some(AggSource::Cuda),
+            2 => Some(AggSource::Host),
+            _ => None,
+        }
+    }
+}

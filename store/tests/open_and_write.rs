@@ -1,0 +1,199 @@
+//! Round trips through the writer and the reader, and the Ingero (Go) mapping
+//! on the recorded reference databases.
+
+use ingero_store::{
+    CudaCall, Event, HostEvent, HostKind, ProcessInfo, RawPolicy, SessionInfo, StoreError, TraceDb,
+    TraceWriter,
+};
+use std::path::{Path, PathBuf};
+
+fn reference(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/reference/ingero-investigations")
+        .join(name)
+}
+
+fn count(db: &TraceDb, sql: &str) -> i64 {
+    db.conn().query_row(sql, [], |r| r.get(0)).expect(sql)
+}
+
+#[test]
+fn seed_database_maps_onto_native_names() {
+    let path = reference("pytorch-dataloader-starvation.db");
+    let before = std::fs::read(&path).expect("read seed");
+    let db = TraceDb::open(&path).expect("open seed");
+    assert!(matches!(
+        db.format(),
+        ingero_store::DbFormat::IngeroGo { .. }
+    ));
+    // Every raw row of the file lands in exactly one native view.
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM cuda_calls"),
+        7 + 16 + 21 + 3 + 14 + 41 + 3 + 10
+    );
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM host_events WHERE kind = 1"),
+        3676
+    );
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM host_events WHERE kind = 4"),
+        11
+    );
+    let sync = count(
+        &db,
+        "SELECT COUNT(*) FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id WHERE o.name = 'cudaStreamSynchronize'",
+    );
+    assert_eq!(sync, 21);
+    // Aggregates keep the unstored counts.
+    assert_eq!(
+        count(
+            &db,
+            "SELECT SUM(count) FROM aggregates WHERE source = 2 AND code = 3 AND pid = 2233"
+        ),
+        1_173_407
+    );
+    // Workers get their parent from fork events.
+    assert_eq!(
+        count(&db, "SELECT ppid FROM processes WHERE pid = 2255"),
+        2233
+    );
+    assert_eq!(
+        count(&db, "SELECT ppid FROM processes WHERE pid = 2267"),
+        2254
+    );
+    let span = db.span();
+    assert_eq!(span.start_ns, 1_774_015_560_702_813_548);
+    assert_eq!(span.end_ns, 1_774_015_655_329_237_630);
+    drop(db);
+    assert_eq!(
+        std::fs::read(&path).expect("reread"),
+        before,
+        "file must be untouched"
+    );
+}
+
+#[test]
+fn cluster_databases_open() {
+    for name in ["sample-cluster.db", "sample-gpu-node-01.db"] {
+        let db = TraceDb::open(&reference(name)).expect(name);
+        assert!(count(&db, "SELECT COUNT(*) FROM host_events") > 0, "{name}");
+    }
+    let db = TraceDb::open(&reference("sample-cluster.db")).expect("cluster");
+    assert_eq!(
+        count(&db, "SELECT COUNT(DISTINCT session_id) FROM host_events"),
+        3
+    );
+}
+
+#[test]
+fn writer_round_trip_and_sampling() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    let info = SessionInfo {
+        host: "h".into(),
+        started_ns: 1_000_000_000_000,
+        ..Default::default()
+    };
+    let mut w = TraceWriter::create(
+        &path,
+        &info,
+        RawPolicy::Sampled {
+            per_second: 2,
+            always_keep_ns: 1_000_000,
+        },
+    )
+    .expect("create");
+    let mut events = Vec::new();
+    for i in 0..10i64 {
+        events.push(Event::Cuda(CudaCall {
+            ts_ns: 1_000_000_000_000 + i * 1000,
+            pid: 7,
+            tid: 7,
+            op_id: 3,
+            dur_ns: if i == 9 { 5_000_000 } else { 10_000 },
+            bytes: 0,
+            copy_kind: -1,
+            stream: 0,
+            ret: 0,
+        }));
+        events.push(Event::Host(HostEvent {
+            ts_ns: 1_000_000_000_000 + i * 1000,
+            pid: 8,
+            tid: 9,
+            kind: HostKind::PageAlloc,
+            dur_ns: 0,
+            arg: 1,
+            cpu: 0,
+        }));
+    }
+    w.write_batch(&events).expect("batch");
+    w.upsert_process(&ProcessInfo {
+        pid: 8,
+        ppid: 7,
+        comm: "worker".into(),
+        ..Default::default()
+    })
+    .expect("process");
+    w.finish(1_000_500_000_000).expect("finish");
+    let db = TraceDb::open(&path).expect("open");
+    assert_eq!(
+        count(&db, "SELECT COUNT(*) FROM cuda_calls"),
+        3,
+        "2 sampled + 1 tail"
+    );
+    assert_eq!(
+        count(&db, "SELECT SUM(count) FROM aggregates WHERE source = 1"),
+        10
+    );
+    assert_eq!(
+        count(&db, "SELECT SUM(stored) FROM aggregates WHERE source = 1"),
+        3
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT MAX(max_dur_ns) FROM aggregates WHERE source = 1"
+        ),
+        5_000_000
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT SUM(sum_bytes) FROM aggregates WHERE source = 2"
+        ),
+        10 * 8192
+    );
+    assert_eq!(db.span().end_ns, 1_000_500_000_000);
+}
+
+#[test]
+fn bad_files_give_specific_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("missing.db");
+    assert!(matches!(
+        TraceDb::open(&missing),
+        Err(StoreError::NotFound(_))
+    ));
+    let text = dir.path().join("text.db");
+    std::fs::write(&text, "hello, not a database at all").expect("write");
+    assert!(matches!(
+        TraceDb::open(&text),
+        Err(StoreError::NotSqlite(_))
+    ));
+    let zero = dir.path().join("zero.db");
+    std::fs::write(&zero, b"").expect("write");
+    assert!(matches!(TraceDb::open(&zero), Err(StoreError::Empty(_))));
+    let other = dir.path().join("other.db");
+    let c = rusqlite::Connection::open(&other).expect("sqlite");
+    c.execute_batch("CREATE TABLE customers(id INTEGER);")
+        .expect("ddl");
+    drop(c);
+    assert!(matches!(
+        TraceDb::open(&other),
+        Err(StoreError::ForeignSchema { .. })
+    ));
+    let no_data = dir.path().join("nodata.db");
+    let w = TraceWriter::create(&no_data, &SessionInfo::default(), RawPolicy::All).expect("w");
+    w.finish(0).expect("finish");
+    assert!(matches!(TraceDb::open(&no_data), Err(StoreError::Empty(_))));
+}
