@@ -1,0 +1,38 @@
+//! Maps errors to one-line messages and exit codes at the binary edge.
+
+use std::process::ExitCode;
+
+/// Exit code for bad input: a missing, corrupt, foreign or empty database, or a bad argument.
+pub const BAD_INPUT: u8 = 2;
+
+/// Exit code for internal failures.
+pub const FAILURE: u8 = 1;
+
+/// Prints the error (one line, prefixed `ingero:`) and picks the exit code.
+pub fn report(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let code = if is_bad_input(&err) {
+                BAD_INPUT
+            } else {
+                FAILURE
+            };
+            let msg = err.to_string().replace('\n', " ");
+            eprintln!("ingero: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn is_bad_input(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        if let Some(e) = cause.downcast_ref::<ingero_store::StoreError>() {
+            return e.is_bad_input();
+        }
+        if let Some(e) = cause.downcast_ref::<ingero_tools::ToolError>() {
+            return e.is_bad_input();
+        }
+        false
+    })
+}

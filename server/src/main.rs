@@ -1,0 +1,35 @@
+//! `ingero`: the command-line edge. Every subcommand is a thin wrapper over the
+//! library crates (store, tools, demo, probes); no analysis lives here.
+
+mod cli;
+mod exit;
+
+use clap::{Parser, Subcommand};
+
+/// Explain why the GPU is starving: CUDA calls and host events, correlated.
+#[derive(Parser)]
+#[command(name = "ingero", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Causal chains, per-process breakdown and op statistics for a trace database.
+    Explain(cli::explain::Args),
+    /// List recorded events, filtered and paged.
+    Query(cli::query::Args),
+    /// Write a deterministic synthetic trace database for a known scenario.
+    Demo(cli::demo::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Explain(args) => cli::explain::run(args),
+        Command::Query(args) => cli::query::run(args),
+        Command::Demo(args) => cli::demo::run(args),
+    };
+    exit::report(result)
+}
