@@ -1,5 +1,4 @@
 //! One module per subcommand.
 
-pub mod demo;
 pub mod explain;
 pub mod query;

@@ -1,0 +1,26 @@
+//! The ingero analysis engine.
+//!
+//! Everything the CLI and the MCP server say about a trace comes from here:
+//! [`stats`] (per-op latency statistics), [`processes`] (per-process
+//! breakdown), [`timeline`], [`chains`] (causal chains linking CUDA tail
+//! latency to host causes), [`starvation`] (how long the GPU-driving threads
+//! were kept away from the GPU), [`events`] (filtered raw rows) and
+//! [`explain`] (all of it as one report). Every function reads a
+//! [`ingero_store::TraceDb`] through a [`dataset::Dataset`] loaded once.
+
+pub mod chains;
+pub mod dataset;
+pub mod error;
+pub mod events;
+pub mod explain;
+pub mod format;
+pub mod percentile;
+pub mod processes;
+pub mod render;
+pub mod scope;
+pub mod starvation;
+pub mod stats;
+pub mod timeline;
+
+pub use error::ToolError;
+pub use scope::Scope;
