@@ -13,7 +13,7 @@ fn ingero(args: &[&str]) -> Output {
 
 fn seed() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/reference/ingero-investigations/pytorch-dataloader-starvation.db")
+        .join("../tests/data/ingero-investigations/pytorch-dataloader-starvation.db")
         .display()
         .to_string()
 }

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 fn seed() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/reference/ingero-investigations/pytorch-dataloader-starvation.db")
+        .join("../tests/data/ingero-investigations/pytorch-dataloader-starvation.db")
 }
 
 /// A plain read-only connection to the file, in its own (Ingero) schema.
