@@ -45,9 +45,16 @@ pub struct Call {
     pub op_id: u16,
     /// `cudaMemcpyKind`, -1 when not a copy.
     pub copy_kind: i8,
+    /// Stream handle, 0 for the default stream or when unknown.
+    pub stream: i64,
 }
 
 impl Call {
+    /// Stream the call was made on (0 = default or unknown).
+    pub fn stream_key(&self) -> i64 {
+        self.stream
+    }
+
     /// True for host-to-device copies (or copies whose direction is unknown).
     pub fn is_upload(&self) -> bool {
         self.copy_kind as i64 == copy_kind::HOST_TO_DEVICE
@@ -202,7 +209,7 @@ impl Dataset {
         {
             let mut stmt = conn
                 .prepare(
-                    "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind FROM cuda_calls \
+                    "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream FROM cuda_calls \
                      WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns",
                 )
                 .map_err(q)?;
@@ -218,6 +225,7 @@ impl Dataset {
                     tid: r.get(4).map_err(q)?,
                     op_id: r.get::<_, i64>(5).map_err(q)? as u16,
                     copy_kind: r.get::<_, i64>(6).map_err(q)?.clamp(-1, 127) as i8,
+                    stream: r.get(7).map_err(q)?,
                 });
             }
         }

@@ -1,6 +1,7 @@
 //! Facts every chain detector needs, computed once.
 
 use crate::dataset::{Call, Dataset};
+use crate::idle::{idle_of, ProcessIdle};
 use crate::processes::{main_processes, role_of, Role};
 use crate::starvation::{starvation_of, StarvationEstimate};
 use crate::stats::{ops_for, OpStats};
@@ -81,6 +82,8 @@ pub struct Context<'a> {
     pub symptoms: Vec<Symptom>,
     /// Wall-time breakdown of the main process's GPU thread.
     pub starvation: Option<StarvationEstimate>,
+    /// GPU-idle breakdown of every GPU-driving process.
+    pub idle: Vec<ProcessIdle>,
     /// CPU saturation.
     pub sat: Saturation,
     /// Interval between system samples, ns.
@@ -148,6 +151,7 @@ impl<'a> Context<'a> {
             ));
         }
         Context {
+            idle: idle_of(ds),
             ds,
             main,
             mains,
