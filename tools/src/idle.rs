@@ -95,6 +95,18 @@ pub struct Utilization {
     pub busy_share: Vec<f64>,
 }
 
+/// One check from the usual GPU-profiling rule sets, evaluated on this trace.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct RuleCheck {
+    /// Rule name (`gpu_gaps`, `gpu_time_utilization`, `pageable_async_copies`,
+    /// `synchronous_operations`, `launch_statistics`).
+    pub rule: String,
+    /// True when the trace shows the problem the rule looks for.
+    pub triggered: bool,
+    /// The figures behind the verdict.
+    pub detail: String,
+}
+
 /// Idle breakdown of one stream.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StreamIdle {
@@ -147,6 +159,8 @@ pub struct ProcessIdle {
     pub sync: SyncStats,
     /// Per-stream split.
     pub streams: Vec<StreamIdle>,
+    /// Nsight- and HTA-style rule checks.
+    pub rules: Vec<RuleCheck>,
     /// How solid the figures are.
     pub basis: Vec<String>,
 }
@@ -529,7 +543,15 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         })
         .collect();
 
+    let rules = rule_checks(
+        long_gaps.len(),
+        long_gaps.iter().map(|(a, b)| b - a).sum(),
+        &utilization,
+        &sync,
+        &launches,
+    );
     Some(ProcessIdle {
+        rules,
         pid,
         comm: ds.comm(pid).to_string(),
         gpu_thread,
@@ -556,4 +578,63 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         streams,
         basis,
     })
+}
+
+fn rule_checks(
+    gaps: usize,
+    gaps_ns: i64,
+    util: &Utilization,
+    sync: &SyncStats,
+    launches: &LaunchStats,
+) -> Vec<RuleCheck> {
+    let check = |rule: &str, triggered: bool, detail: String| RuleCheck {
+        rule: rule.to_string(),
+        triggered,
+        detail,
+    };
+    vec![
+        check(
+            "gpu_gaps",
+            gaps > 0,
+            format!("{gaps} gaps of at least 500 ms with no GPU work, {} ns in all", gaps_ns),
+        ),
+        check(
+            "gpu_time_utilization",
+            util.low_chunks > 0,
+            format!(
+                "{} of {} equal chunks of the lifetime had the GPU busy under 50% of the time",
+                util.low_chunks, util.chunks
+            ),
+        ),
+        check(
+            "pageable_async_copies",
+            sync.pageable_async_copies > 0,
+            format!(
+                "{} asynchronous copies of at least 1 MiB ran below 8 GB/s (pageable source: they block the host)",
+                sync.pageable_async_copies
+            ),
+        ),
+        check(
+            "synchronous_operations",
+            sync.syncs + sync.sync_copies > 0,
+            format!(
+                "{} synchronisations and {} synchronous copies/memsets, {} ns blocking the host",
+                sync.syncs, sync.sync_copies, sync.time_ns
+            ),
+        ),
+        check(
+            "launch_statistics",
+            launches.launches_per_sync.is_some_and(|v| v < 5.0),
+            format!(
+                "{} launches ({:.1}/s), CPU launch time p50 {} ns / p99 {} ns, {} launches per synchronisation",
+                launches.launches,
+                launches.launches_per_s,
+                launches.launch_p50_ns.unwrap_or(0),
+                launches.launch_p99_ns.unwrap_or(0),
+                launches
+                    .launches_per_sync
+                    .map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}"))
+            ),
+        ),
+    ]
 }
