@@ -390,11 +390,9 @@ impl Dataset {
         })
     }
 
-    /// Name of an op id (`op#N` when the catalogue lacks it).
-    pub fn op_name(&self, id: u16) -> String {
-        self.ops
-            .get(&id)
-            .map_or_else(|| format!("op#{id}"), |o| o.name.clone())
+    /// Name of an op id (`unknown op` when the catalogue lacks it).
+    pub fn op_name(&self, id: u16) -> &str {
+        self.ops.get(&id).map_or("unknown op", |o| o.name.as_str())
     }
 
     /// Class of an op id.
