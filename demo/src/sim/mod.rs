@@ -510,3 +510,6 @@ fn switch_event(th: &Thread, ts: i64, cpu: i32, slept: bool, now: i64) -> Event 
         cpu,
     })
 }
+
+#[cfg(test)]
+mod tests;
