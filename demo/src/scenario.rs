@@ -129,10 +129,7 @@ mod tests {
         for s in Scenario::ALL {
             assert_eq!(Scenario::parse(s.name()).unwrap(), s);
         }
-        assert_eq!(
-            Scenario::parse("Cold_Start").unwrap(),
-            Scenario::ColdStart
-        );
+        assert_eq!(Scenario::parse("Cold_Start").unwrap(), Scenario::ColdStart);
     }
 
     #[test]

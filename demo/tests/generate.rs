@@ -13,8 +13,10 @@ fn every_scenario_opens_and_matches_its_summary() {
         let db = TraceDb::open(&path).expect("TraceDb::open");
         let c = db.conn();
         let count = |t: &str| -> u64 {
-            c.query_row(&format!("SELECT COUNT(*) FROM {t}"), [], |r| r.get::<_, i64>(0))
-                .expect("count") as u64
+            c.query_row(&format!("SELECT COUNT(*) FROM {t}"), [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .expect("count") as u64
         };
         assert_eq!(count("cuda_calls"), summary.cuda_calls, "{s}");
         assert_eq!(count("host_events"), summary.host_events, "{s}");
@@ -34,11 +36,22 @@ fn every_scenario_opens_and_matches_its_summary() {
             .expect("session");
         assert_eq!(host, "demo-host");
         assert_eq!(gpu, "Simulated GPU");
-        assert!(tool.starts_with("ingero ") && tool.ends_with(" demo"), "{tool}");
+        assert!(
+            tool.starts_with("ingero ") && tool.ends_with(" demo"),
+            "{tool}"
+        );
         let span = db.span();
         assert_eq!(span.start_ns, ingero_demo::EPOCH_NS, "{s}");
-        assert!(summary.file_bytes < 10_000_000, "{s}: {} bytes", summary.file_bytes);
-        assert!(summary.events() > 10_000, "{s}: {} events", summary.events());
+        assert!(
+            summary.file_bytes < 10_000_000,
+            "{s}: {} bytes",
+            summary.file_bytes
+        );
+        assert!(
+            summary.events() > 10_000,
+            "{s}: {} events",
+            summary.events()
+        );
         // The aggregates count every raw row.
         let agg: i64 = c
             .query_row("SELECT SUM(count) FROM aggregates", [], |r| r.get(0))

@@ -65,7 +65,11 @@ const PIN_COPY_BW: i64 = 8_000_000_000;
 
 /// Sets up the demo scenario.
 pub(crate) fn build(seed: u64, duration_s: u32) -> Built {
-    build_with(&LoaderParams::demo(), seed, EPOCH_NS + duration_s as i64 * SEC)
+    build_with(
+        &LoaderParams::demo(),
+        seed,
+        EPOCH_NS + duration_s as i64 * SEC,
+    )
 }
 
 /// Sets up the mechanism with `p`, capturing until `end_ns`.
@@ -151,7 +155,11 @@ fn pin_thread(
 }
 
 /// The training loop on the main thread.
-fn main_thread(p: LoaderParams, mut rng: Rng, pinned: ChanId) -> impl FnMut(i64, &mut VecDeque<Op>) {
+fn main_thread(
+    p: LoaderParams,
+    mut rng: Rng,
+    pinned: ChanId,
+) -> impl FnMut(i64, &mut VecDeque<Op>) {
     let mut forked = false;
     move |_, out| {
         if !forked {

@@ -43,7 +43,7 @@ pub(crate) fn build(seed: u64, duration_s: u32) -> Built {
         let ws = rng.skewed(40 * US, 1.6);
         out.push_back(Op::Cuda(cuda::malloc(WORKSPACE_BYTES, ws, 0, 0, true)));
         for k in 0..KERNELS {
-            if k == KERNELS / 2 && step % PERIOD_STEPS == 0 {
+            if k == KERNELS / 2 && step.is_multiple_of(PERIOD_STEPS) {
                 allocator_miss(&mut rng, out);
             }
             out.push_back(Op::Compute {

@@ -116,7 +116,13 @@ impl Sim {
             wake_gen: 0,
         });
         if let Start::At(t) = start {
-            self.push(t.max(self.now), Ev::Wake { thread: idx, gen: 0 });
+            self.push(
+                t.max(self.now),
+                Ev::Wake {
+                    thread: idx,
+                    gen: 0,
+                },
+            );
         }
     }
 
@@ -297,8 +303,8 @@ impl Sim {
         let before = b.total - b.left;
         let after = (before + ran).min(b.total);
         while b.emitted < b.pages.count {
-            let pos = (b.total as i128 * (b.emitted as i128 + 1) / (b.pages.count as i128 + 1))
-                as i64;
+            let pos =
+                (b.total as i128 * (b.emitted as i128 + 1) / (b.pages.count as i128 + 1)) as i64;
             if pos > after {
                 break;
             }

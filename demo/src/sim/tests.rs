@@ -37,8 +37,14 @@ fn two_spinners_on_one_core_take_turns_each_quantum() {
     sim.run_until(1_000 * MS);
     let ev = sim.take_events();
     let a = switches(&ev, 1);
-    assert_eq!(a.len(), 125, "one preemption per 4 ms quantum over 1 s, half of them");
-    assert!(a.iter().all(|h| h.dur_ns == 4 * MS && h.arg == SWITCH_PREEMPTED));
+    assert_eq!(
+        a.len(),
+        125,
+        "one preemption per 4 ms quantum over 1 s, half of them"
+    );
+    assert!(a
+        .iter()
+        .all(|h| h.dur_ns == 4 * MS && h.arg == SWITCH_PREEMPTED));
     let snaps = sim.take_snapshots();
     assert_eq!(snaps.len(), 1);
     assert_eq!(snaps[0].cpu_pct, 100.0);
