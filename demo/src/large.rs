@@ -1,6 +1,7 @@
 //! A big database for benchmarks: the dataloader-starvation mechanism on a
-//! 16-core host with 16 workers, simulated until a target number of events
-//! has been written.
+//! 16-core host with 16 workers building batches four times as large, so the
+//! main thread and each worker behave as in the demo, simulated until a
+//! target number of events has been written.
 
 use crate::error::DemoError;
 use crate::host::{EPOCH_NS, US};
@@ -14,10 +15,10 @@ fn params() -> LoaderParams {
         cores: 16,
         mem_gib: 128,
         workers: 16,
-        samples: 32,
+        samples: 128,
         decode_ns: 4_300 * US,
         kernels: 30,
-        kernel_ns: 250 * US,
+        kernel_ns: 900 * US,
     }
 }
 

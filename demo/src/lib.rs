@@ -10,6 +10,8 @@
 //!
 //! The same scenario, seed and duration always produce the same rows.
 
+#![warn(missing_docs)]
+
 mod cuda;
 mod error;
 mod gpu;

@@ -57,8 +57,8 @@ impl LoaderParams {
     }
 }
 
-/// Bytes of one collated batch: 32 RGB 224x224 fp32 images.
-const BATCH_BYTES: i64 = 32 * 3 * 224 * 224 * 4;
+/// Bytes of one collated sample: an RGB 224x224 fp32 image.
+const SAMPLE_BYTES: i64 = 3 * 224 * 224 * 4;
 
 /// Host memcpy rate of the pin-memory thread, bytes per second.
 const PIN_COPY_BW: i64 = 8_000_000_000;
@@ -97,7 +97,8 @@ pub(crate) fn build_with(p: &LoaderParams, seed: u64, end_ns: i64) -> Built {
         sim.spawn(pid, pid, Start::OnFork, Box::new(program));
     }
     let pinned = sim.add_chan(0);
-    let pin = pin_thread(p.workers, ready.clone(), slots.clone(), pinned);
+    let batch_bytes = SAMPLE_BYTES * p.samples as i64;
+    let pin = pin_thread(p.workers, batch_bytes, ready.clone(), slots.clone(), pinned);
     sim.spawn(MAIN_PID, MAIN_PID + 1, Start::At(EPOCH_NS), Box::new(pin));
     let main = main_thread(*p, Rng::new(seed, 1), pinned);
     sim.spawn(MAIN_PID, MAIN_PID, Start::At(EPOCH_NS), Box::new(main));
@@ -136,6 +137,7 @@ fn worker(
 /// The pin-memory thread: batches in worker order, copied to page-locked memory.
 fn pin_thread(
     workers: u32,
+    batch_bytes: i64,
     ready: Vec<ChanId>,
     slots: Vec<ChanId>,
     pinned: ChanId,
@@ -146,7 +148,7 @@ fn pin_thread(
         next += 1;
         out.push_back(Op::Take(ready[w]));
         out.push_back(Op::Compute {
-            ns: crate::gpu::transfer_ns(BATCH_BYTES, PIN_COPY_BW),
+            ns: crate::gpu::transfer_ns(batch_bytes, PIN_COPY_BW),
             pages: Pages::NONE,
         });
         out.push_back(Op::Put(slots[w]));
@@ -179,7 +181,10 @@ fn main_thread(
             ns: rng.skewed(350 * US, 1.5),
             pages: Pages::NONE,
         });
-        out.push_back(Op::Cuda(cuda::upload_pinned(&mut rng, BATCH_BYTES)));
+        out.push_back(Op::Cuda(cuda::upload_pinned(
+            &mut rng,
+            SAMPLE_BYTES * p.samples as i64,
+        )));
         for _ in 0..p.kernels {
             out.push_back(Op::Compute {
                 ns: rng.skewed(18 * US, 2.0),
