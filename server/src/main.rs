@@ -20,6 +20,8 @@ enum Command {
     Explain(cli::explain::Args),
     /// List recorded events, filtered and paged.
     Query(cli::query::Args),
+    /// Write a deterministic synthetic trace database for a known scenario.
+    Demo(cli::demo::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +29,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Explain(args) => cli::explain::run(args),
         Command::Query(args) => cli::query::run(args),
+        Command::Demo(args) => cli::demo::run(args),
     };
     exit::report(result)
 }
