@@ -272,7 +272,9 @@ pub fn stats_text(r: &OpStatsReport) -> String {
         );
     }
     let _ = writeln!(s, "  time inside CUDA calls: {}", ns(r.cuda_api_time_ns));
-    s.push_str("Host events\n");
+    if !r.host.is_empty() {
+        s.push_str("Host events\n");
+    }
     for h in &r.host {
         let extra = if h.total_bytes > 0 {
             format!(", {}", bytes(h.total_bytes))
