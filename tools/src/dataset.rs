@@ -207,12 +207,17 @@ impl Dataset {
         let pid_filter = scope.pid.unwrap_or(0);
         let mut calls = Vec::new();
         {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream FROM cuda_calls \
-                     WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns",
-                )
-                .map_err(q)?;
+            // Over the whole capture a plain table scan (rows arrive in time
+            // order, sorted below for late ones) beats walking the time index.
+            let whole = window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns;
+            let sql = if whole {
+                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream FROM cuda_calls NOT INDEXED \
+                 WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3)"
+            } else {
+                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream FROM cuda_calls \
+                 WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns"
+            };
+            let mut stmt = conn.prepare(sql).map_err(q)?;
             let mut rows = stmt
                 .query(params![window.lo_ns, window.hi_ns, pid_filter])
                 .map_err(q)?;
@@ -228,6 +233,7 @@ impl Dataset {
                     stream: r.get(7).map_err(q)?,
                 });
             }
+            calls.sort_by_key(|c| c.ts_ns);
         }
 
         let mut aggs = Vec::new();
@@ -333,11 +339,19 @@ impl Dataset {
             }
             Ok(out)
         };
-        let lifecycle = host_rows(
-            "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
-             WHERE kind IN (4, 5, 6) AND ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns",
-            &[],
-        )?;
+        // Process lifecycle rows, read per pid through the (pid, kind, ts) index
+        // so a large capture is never scanned whole.
+        let mut lifecycle_pids: BTreeSet<i32> = processes.keys().copied().collect();
+        lifecycle_pids.extend(aggs.iter().map(|a| a.pid));
+        let mut lifecycle = Vec::new();
+        for pid in lifecycle_pids {
+            lifecycle.extend(host_rows(
+                "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
+                 WHERE pid = ?3 AND kind IN (4, 5, 6) AND ts_ns BETWEEN ?1 AND ?2",
+                &[pid as i64],
+            )?);
+        }
+        lifecycle.sort_by_key(|h| (h.ts_ns, h.pid, h.tid));
 
         // Threads that drive the GPU: every (pid, tid) seen making CUDA calls.
         let gpu_threads: HashSet<(i32, i32)> = calls.iter().map(|c| (c.pid, c.tid)).collect();

@@ -178,22 +178,42 @@ pub fn idle_of(ds: &Dataset) -> Vec<ProcessIdle> {
     out
 }
 
-fn is_async_work(ds: &Dataset, c: &Call) -> bool {
-    let name = ds.op_name(c.op_id);
-    match ds.op_class(c.op_id) {
-        OpClass::Launch => true,
-        OpClass::Copy | OpClass::Other => name.contains("Async"),
-        _ => false,
-    }
+/// How an op takes part in the busy model, decided once per op id.
+#[derive(Debug, Clone, Copy, Default)]
+struct OpRole {
+    /// Enqueues GPU work and returns (launches, async copies and memsets).
+    async_work: bool,
+    /// Blocks until queued work is done.
+    sync: bool,
+    /// The sync covers every stream (device/context sync, synchronous copy).
+    device_wide: bool,
+    /// A synchronous copy or memset.
+    sync_copy: bool,
 }
 
-fn is_sync_copy(ds: &Dataset, c: &Call) -> bool {
-    let name = ds.op_name(c.op_id);
-    match ds.op_class(c.op_id) {
-        OpClass::Copy => !name.contains("Async"),
-        OpClass::Other => name.starts_with("cudaMemset") && !name.contains("Async"),
-        _ => false,
-    }
+fn op_roles(ds: &Dataset) -> BTreeMap<u16, OpRole> {
+    ds.ops
+        .iter()
+        .map(|(id, info)| {
+            let name = info.name.as_str();
+            let sync_copy = match info.class {
+                OpClass::Copy => !name.contains("Async"),
+                OpClass::Other => name.starts_with("cudaMemset") && !name.contains("Async"),
+                _ => false,
+            };
+            let role = OpRole {
+                async_work: match info.class {
+                    OpClass::Launch => true,
+                    OpClass::Copy | OpClass::Other => name.contains("Async"),
+                    _ => false,
+                },
+                sync: info.class == OpClass::Sync || sync_copy,
+                device_wide: sync_copy || name.contains("Device") || name.contains("Ctx"),
+                sync_copy,
+            };
+            (*id, role)
+        })
+        .collect()
 }
 
 /// A synchronisation shorter than this returned at once: the queued work had
@@ -202,22 +222,20 @@ pub const SYNC_WAITED_NS: i64 = 100_000;
 
 /// Busy intervals: every call, plus queued work from the first asynchronous
 /// op after a sync to the end of a sync that really waited for it.
-fn busy_intervals(ds: &Dataset, calls: &[&Call]) -> Vec<(i64, i64)> {
-    let mut out = Vec::with_capacity(calls.len() * 2);
+fn busy_intervals(roles: &BTreeMap<u16, OpRole>, calls: &[&Call]) -> Vec<(i64, i64)> {
+    let mut out = Vec::with_capacity(calls.len() + calls.len() / 4);
     let mut pending: BTreeMap<i64, i64> = BTreeMap::new(); // stream -> first queued ts
     let mut last_end = i64::MIN;
     for c in calls {
         let end = c.ts_ns + c.dur_ns;
         out.push((c.ts_ns, end));
         last_end = last_end.max(end);
-        let name = ds.op_name(c.op_id);
-        if is_async_work(ds, c) {
+        let role = roles.get(&c.op_id).copied().unwrap_or_default();
+        if role.async_work {
             pending.entry(c.stream_key()).or_insert(c.ts_ns);
-        } else if ds.op_class(c.op_id) == OpClass::Sync || is_sync_copy(ds, c) {
-            let device_wide =
-                name.contains("Device") || name.contains("Ctx") || is_sync_copy(ds, c);
+        } else if role.sync {
             let waited = c.dur_ns >= SYNC_WAITED_NS;
-            if device_wide || c.stream_key() == 0 {
+            if role.device_wide || c.stream_key() == 0 {
                 for (_, start) in std::mem::take(&mut pending) {
                     if waited {
                         out.push((start, end));
@@ -299,7 +317,9 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     let span_ns = span.1 - span.0;
 
     let raw_api: i64 = calls.iter().map(|c| c.dur_ns).sum();
-    let busy_iv = union(busy_intervals(ds, &calls), span);
+    let roles = op_roles(ds);
+    let is_sync_copy = |c: &Call| roles.get(&c.op_id).is_some_and(|r| r.sync_copy);
+    let busy_iv = union(busy_intervals(&roles, &calls), span);
     let mut basis = Vec::new();
     // Calls the recorder counted but did not keep cannot be placed in time:
     // count their duration as busy anyway, so idle stays a lower bound.
@@ -364,6 +384,8 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
                     && a.sum_bytes as f64 / width_s >= STORM_RATE
             })
             .map(|a| a.bucket_ns)
+            .collect::<std::collections::BTreeSet<i64>>()
+            .into_iter()
             .collect()
     };
     let mut long_gaps: Vec<(i64, i64)> = Vec::new();
@@ -402,8 +424,10 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         }
         sw_i = j.saturating_sub(1);
         let on_cpu = (b - a - off).max(0);
-        let in_storm: i64 = storm_buckets
+        let first = storm_buckets.partition_point(|s| s + ds.bucket_ns <= a);
+        let in_storm: i64 = storm_buckets[first..]
             .iter()
+            .take_while(|s| **s < b)
             .map(|s| overlap((a, b), (*s, *s + ds.bucket_ns)))
             .sum::<i64>()
             .min(on_cpu);
@@ -454,12 +478,17 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     let utilization = {
         let n = UTILIZATION_CHUNKS;
         let width = (span_ns / n as i64).max(1);
-        let busy_share: Vec<f64> = (0..n)
-            .map(|i| {
+        // One pass: each busy interval adds to the chunks it covers.
+        let mut busy_in = vec![0i64; n];
+        for &(a, b) in &busy_iv {
+            let first = ((a - span.0) / width).clamp(0, n as i64 - 1) as usize;
+            let last = ((b - span.0) / width).clamp(0, n as i64 - 1) as usize;
+            for (i, slot) in busy_in.iter_mut().enumerate().take(last + 1).skip(first) {
                 let c = (span.0 + i as i64 * width, span.0 + (i as i64 + 1) * width);
-                busy_iv.iter().map(|iv| overlap(*iv, c)).sum::<i64>() as f64 / width as f64
-            })
-            .collect();
+                *slot += overlap((a, b), c);
+            }
+        }
+        let busy_share: Vec<f64> = busy_in.iter().map(|b| *b as f64 / width as f64).collect();
         Utilization {
             chunks: n,
             low_chunks: busy_share.iter().filter(|b| **b < UTILIZATION_LOW).count(),
@@ -487,7 +516,7 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         .iter()
         .filter(|c| ds.op_class(c.op_id) == OpClass::Sync)
         .collect();
-    let sync_copies = calls.iter().filter(|c| is_sync_copy(ds, c)).count() as i64;
+    let sync_copies = calls.iter().filter(|c| is_sync_copy(c)).count() as i64;
     let mut l = launch_calls.clone();
     let (p50, _, p99) = crate::percentile::p50_p95_p99(&mut l);
     let launches = LaunchStats {
@@ -511,14 +540,14 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         time_ns: sync_calls.iter().map(|c| c.dur_ns).sum::<i64>()
             + calls
                 .iter()
-                .filter(|c| is_sync_copy(ds, c))
+                .filter(|c| is_sync_copy(c))
                 .map(|c| c.dur_ns)
                 .sum::<i64>(),
         pageable_async_copies: calls
             .iter()
             .filter(|c| {
                 ds.op_class(c.op_id) == OpClass::Copy
-                    && ds.op_name(c.op_id).contains("Async")
+                    && roles.get(&c.op_id).is_some_and(|r| r.async_work)
                     && c.bytes >= 1 << 20
                     && c.dur_ns > 0
                     && (c.bytes as f64 * 1e9 / c.dur_ns as f64) < 8e9
@@ -530,10 +559,15 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     for c in &calls {
         by_stream.entry(c.stream_key()).or_default().push(c);
     }
+    let single_stream = by_stream.len() == 1;
     let streams = by_stream
         .into_iter()
         .map(|(stream, cs)| {
-            let b = total(&union(busy_intervals(ds, &cs), span));
+            let b = if single_stream {
+                total(&busy_iv)
+            } else {
+                total(&union(busy_intervals(&roles, &cs), span))
+            };
             StreamIdle {
                 stream,
                 api_ns: cs.iter().map(|c| c.dur_ns).sum(),
