@@ -20,6 +20,10 @@ enum Command {
     Explain(cli::explain::Args),
     /// List recorded events, filtered and paged.
     Query(cli::query::Args),
+    /// Write a self-contained HTML report: timeline, causal chains, GPU idle, histograms.
+    Report(cli::report::Args),
+    /// Export the trace as Perfetto/Chrome trace-event JSON or to an OTLP receiver.
+    Export(cli::export::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +31,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Explain(args) => cli::explain::run(args),
         Command::Query(args) => cli::query::run(args),
+        Command::Report(args) => cli::report::run(args),
+        Command::Export(args) => cli::export::run(args),
     };
     exit::report(result)
 }

@@ -1,4 +1,6 @@
 //! One module per subcommand.
 
 pub mod explain;
+pub mod export;
 pub mod query;
+pub mod report;
