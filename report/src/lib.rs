@@ -12,6 +12,8 @@ pub mod data;
 pub mod error;
 pub mod histogram;
 pub mod html;
+pub mod otlp;
+pub mod perfetto;
 pub mod svg;
 
 pub use data::ReportData;
