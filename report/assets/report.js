@@ -383,6 +383,7 @@
   function selectChain(i, zoom) {
     selectedChain = selectedChain === i && !zoom ? null : i;
     document.querySelectorAll('.chain').forEach((n, j) => n.classList.toggle('selected', j === selectedChain));
+    body.setAttribute('data-selected-chain', selectedChain === null ? '' : data.chains[selectedChain].id);
     if (zoom && selectedChain !== null) {
       const c = data.chains[i];
       const pad = Math.max((c.end_offset_s - c.start_offset_s) * 0.1, 0.05);
@@ -528,5 +529,11 @@
   processSection();
   histogramSection();
   notesSection();
+  // Deep link: report.html#chain=chain-2 opens focused on that chain.
+  const link = /chain=([\w-]+)/.exec(window.location.hash || '');
+  if (link) {
+    const i = data.chains.findIndex((c) => c.id === link[1]);
+    if (i >= 0) selectChain(i, true);
+  }
   body.setAttribute('data-rendered', 'true');
 })();
