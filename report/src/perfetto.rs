@@ -220,9 +220,10 @@ pub fn trace_of(ds: &Dataset, chains: &ChainReport) -> TraceFile {
                 }
             }
             let rate = *n as f64 * 1e9 / bucket as f64;
+            // A bucket may start before the capture did: draw it from the start.
             events.push(counter(
                 "page allocs/s",
-                us(*b),
+                us((*b).max(origin)),
                 *pid,
                 json!({ "rate": rate }),
             ));
@@ -320,6 +321,7 @@ pub fn trace_of(ds: &Dataset, chains: &ChainReport) -> TraceFile {
         a.ts.total_cmp(&b.ts)
             .then_with(|| b.dur.unwrap_or(0.0).total_cmp(&a.dur.unwrap_or(0.0)))
     });
+    nest_complete_events(&mut events);
     meta.extend(events);
     TraceFile {
         trace_events: meta,
@@ -332,6 +334,33 @@ pub fn trace_of(ds: &Dataset, chains: &ChainReport) -> TraceFile {
             "window_end_ns": ds.window.hi_ns,
             "gpu_model": ds.gpu_model,
         }),
+    }
+}
+
+/// Viewers need complete events on one track to nest or follow each other;
+/// recorded intervals sometimes overlap by a few microseconds (clock skew
+/// between probes). Such an event is clipped to end with the one it starts
+/// in, and keeps its recorded duration in `args.recorded_dur_us`. Expects
+/// `events` sorted by start, longest first.
+fn nest_complete_events(events: &mut [TraceEvent]) {
+    let mut open: BTreeMap<(i64, i64), Vec<f64>> = BTreeMap::new();
+    for e in events.iter_mut().filter(|e| e.ph == "X") {
+        let Some(dur) = e.dur else { continue };
+        let stack = open.entry((e.pid, e.tid)).or_default();
+        while stack.last().is_some_and(|end| *end <= e.ts) {
+            stack.pop();
+        }
+        let mut end = e.ts + dur;
+        if let Some(parent_end) = stack.last().copied() {
+            if end > parent_end {
+                end = parent_end;
+                e.dur = Some(parent_end - e.ts);
+                if let Value::Object(args) = &mut e.args {
+                    args.insert("recorded_dur_us".into(), json!(dur));
+                }
+            }
+        }
+        stack.push(end);
     }
 }
 
