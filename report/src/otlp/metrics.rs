@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 /// `AGGREGATION_TEMPORALITY_DELTA` in OTLP's enum.
 const DELTA: i64 = 1;
 
+/// Aggregate rows summed per (is CUDA, bucket start, pid, op or host kind).
+type SumKey = (bool, i64, i32, i64);
+
 /// A metric being assembled: its header and its data points.
 struct Metric {
     name: &'static str,
@@ -113,7 +116,7 @@ pub fn metric_requests(ds: &Dataset, opts: &OtlpOptions) -> Vec<Value> {
 
     let bucket = ds.bucket_ns.max(1);
     // Sum aggregate rows that share a bucket, process and code.
-    let mut sums: BTreeMap<(bool, i64, i32, i64), (i64, i64, i64)> = BTreeMap::new();
+    let mut sums: BTreeMap<SumKey, (i64, i64, i64)> = BTreeMap::new();
     for a in &ds.aggs {
         if ds
             .focus

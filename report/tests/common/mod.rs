@@ -32,3 +32,4 @@ pub fn seed_dataset() -> (Dataset, ChainReport) {
     let chains = chains_of(&ds);
     (ds, chains)
 }
+pub mod receiver;
