@@ -107,7 +107,6 @@ pub fn report_svg(
         plot.x0,
         plot.x1 - plot.x0
     );
-    axis(&mut out, &plot, h);
 
     // Lay out lanes top-down, stopping where the picture ends.
     let mut y = AXIS_H;
@@ -120,9 +119,11 @@ pub fn report_svg(
         y += lane.height() + GAP;
     }
     let hidden = lanes.len() - shown.len();
+    axis(&mut out, &plot, y);
 
     out.push_str("<g clip-path=\"url(#plot)\">");
-    for (i, c) in data.chains.iter().enumerate() {
+    let mut label_rows: Vec<f64> = Vec::new();
+    for c in &data.chains {
         let a = plot.x(c.start_offset_s);
         let b = plot.x(c.end_offset_s).max(a + 2.0);
         if b < plot.x0 || a > plot.x1 {
@@ -137,11 +138,20 @@ pub fn report_svg(
             y - AXIS_H + 6.0,
             escape_html(&format!("{} [{}] {}", c.id, c.severity.label(), c.summary))
         );
+        // Stack labels in rows so neighbouring chains stay readable.
+        let lx = a.max(plot.x0) + 2.0;
+        let row = match label_rows.iter().position(|end| *end < lx) {
+            Some(r) => r,
+            None => {
+                label_rows.push(0.0);
+                label_rows.len() - 1
+            }
+        };
+        label_rows[row] = lx + 6.5 * c.id.len() as f64 + 6.0;
         let _ = write!(
             out,
-            "<text x=\"{:.2}\" y=\"{:.1}\" fill=\"#8d6e00\" font-size=\"10\" font-weight=\"bold\">{}</text>",
-            a.max(plot.x0) + 2.0,
-            AXIS_H + 2.0 + 10.0 * (i % 3) as f64,
+            "<text x=\"{lx:.2}\" y=\"{:.1}\" fill=\"#8d6e00\" font-size=\"10\" font-weight=\"bold\">{}</text>",
+            AXIS_H + 2.0 + 10.0 * row as f64,
             escape_html(&c.id)
         );
     }
@@ -185,7 +195,8 @@ impl Plot {
     }
 }
 
-fn axis(out: &mut String, plot: &Plot, h: f64) {
+/// Time ticks and grid lines down to `bottom`.
+fn axis(out: &mut String, plot: &Plot, bottom: f64) {
     let span = plot.t1 - plot.t0;
     let raw = span / 10.0;
     let mag = 10f64.powf(raw.log10().floor());
@@ -201,12 +212,17 @@ fn axis(out: &mut String, plot: &Plot, h: f64) {
         let x = plot.x(t);
         let _ = write!(
             out,
-            "<line x1=\"{x:.2}\" x2=\"{x:.2}\" y1=\"{}\" y2=\"{h}\" stroke=\"#e3e7ec\"/>\
-             <text x=\"{:.2}\" y=\"{}\" fill=\"#5f6b7a\" font-size=\"10\">+{t:.digits$} s</text>",
-            AXIS_H - 14.0,
-            x + 2.0,
-            AXIS_H - 16.0
+            "<line x1=\"{x:.2}\" x2=\"{x:.2}\" y1=\"{}\" y2=\"{bottom:.1}\" stroke=\"#e3e7ec\"/>",
+            AXIS_H - 14.0
         );
+        if x < plot.x1 - 40.0 {
+            let _ = write!(
+                out,
+                "<text x=\"{:.2}\" y=\"{}\" fill=\"#5f6b7a\" font-size=\"10\">+{t:.digits$} s</text>",
+                x + 2.0,
+                AXIS_H - 16.0
+            );
+        }
         t += step;
         n += 1;
     }
