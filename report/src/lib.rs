@@ -8,6 +8,8 @@
 //! OpenTelemetry backend. All of them start from a [`data::ReportData`] or a
 //! loaded [`ingero_tools::dataset::Dataset`].
 
+#![warn(missing_docs)]
+
 pub mod data;
 pub mod error;
 pub mod histogram;

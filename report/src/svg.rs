@@ -12,7 +12,7 @@ use ingero_tools::processes::per_process_of;
 use serde::Deserialize;
 use std::fmt::Write;
 
-/// Smallest and largest chart sizes accepted, pixels.
+/// Smallest chart width, pixels.
 pub const MIN_WIDTH: u32 = 300;
 /// Largest chart width, pixels.
 pub const MAX_WIDTH: u32 = 8000;

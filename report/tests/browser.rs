@@ -249,3 +249,94 @@ fn screenshot_of_the_report() {
         std::fs::copy(&shot, &dest).expect("copy the screenshot");
     }
 }
+
+/// A native trace with many calls: tens of thousands of spans must still
+/// draw (merged below a pixel) within the browser's time budget.
+fn dense_native_db(dir: &Path, calls: i64) -> PathBuf {
+    use ingero_store::catalog::cuda_op_by_name;
+    use ingero_store::{
+        CudaCall, Event, HostEvent, HostKind, ProcessInfo, RawPolicy, SessionInfo, TraceWriter,
+    };
+    const T0: i64 = 1_700_000_000_000_000_000;
+    let path = dir.join("dense.db");
+    let info = SessionInfo {
+        started_ns: T0,
+        ..Default::default()
+    };
+    let mut w = TraceWriter::create(&path, &info, RawPolicy::All).expect("writer");
+    w.upsert_process(&ProcessInfo {
+        pid: 100,
+        comm: "python3".into(),
+        first_seen_ns: T0,
+        last_seen_ns: T0 + calls * 100_000,
+        ..Default::default()
+    })
+    .expect("process");
+    let launch = cuda_op_by_name("cudaLaunchKernel")
+        .map(|o| o.id)
+        .expect("op");
+    let sync = cuda_op_by_name("cudaStreamSynchronize")
+        .map(|o| o.id)
+        .expect("op");
+    let mut batch = Vec::new();
+    for i in 0..calls {
+        let ts = T0 + i * 100_000;
+        batch.push(Event::Cuda(CudaCall {
+            ts_ns: ts,
+            pid: 100,
+            tid: 100 + (i % 2) as i32,
+            op_id: if i % 10 == 9 { sync } else { launch },
+            dur_ns: 5_000 + (i % 7) * 3_000,
+            bytes: 0,
+            copy_kind: -1,
+            stream: 0,
+            ret: 0,
+        }));
+        if i % 4 == 0 {
+            batch.push(Event::Host(HostEvent {
+                ts_ns: ts + 40_000,
+                pid: 100,
+                tid: 100,
+                kind: HostKind::SchedSwitch,
+                dur_ns: 20_000,
+                arg: (i % 8 == 0) as i64,
+                cpu: 0,
+            }));
+        }
+        if batch.len() >= 10_000 {
+            w.write_batch(&batch).expect("write");
+            batch.clear();
+        }
+    }
+    w.write_batch(&batch).expect("write");
+    w.finish(T0 + calls * 100_000).expect("finish");
+    path
+}
+
+#[test]
+fn a_dense_trace_renders_every_span() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db_path = dense_native_db(dir.path(), 40_000);
+    let db = TraceDb::open(&db_path).expect("open dense trace");
+    let (data, path) = write_report(dir.path(), &db, &Scope::ALL);
+    assert_eq!(data.span_count(), 40_000);
+    let (dom, stderr) = headless(
+        &format!("file://{}", path.display()),
+        &["--dump-dom"],
+        dir.path(),
+    );
+    let attrs = body_attrs(&dom);
+    assert_eq!(
+        attrs.get("data-rendered").map(String::as_str),
+        Some("true"),
+        "{stderr}"
+    );
+    assert_eq!(console_lines(&stderr), Vec::<&str>::new());
+    assert_eq!(attr(&attrs, "data-spans"), 40_000);
+    assert_eq!(attr(&attrs, "data-offcpu"), data.off_cpu_count());
+    let rects = dom.matches("class=\"span\"").count();
+    assert!(
+        rects < 5_000,
+        "sub-pixel spans are merged ({rects} rectangles)"
+    );
+}
