@@ -22,6 +22,10 @@ enum Command {
     Query(cli::query::Args),
     /// Write a deterministic synthetic trace database for a known scenario.
     Demo(cli::demo::Args),
+    /// Write a self-contained HTML report: timeline, causal chains, GPU idle, histograms.
+    Report(cli::report::Args),
+    /// Export the trace as Perfetto/Chrome trace-event JSON or to an OTLP receiver.
+    Export(cli::export::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +34,8 @@ fn main() -> std::process::ExitCode {
         Command::Explain(args) => cli::explain::run(args),
         Command::Query(args) => cli::query::run(args),
         Command::Demo(args) => cli::demo::run(args),
+        Command::Report(args) => cli::report::run(args),
+        Command::Export(args) => cli::export::run(args),
     };
     exit::report(result)
 }

@@ -2,4 +2,6 @@
 
 pub mod demo;
 pub mod explain;
+pub mod export;
 pub mod query;
+pub mod report;

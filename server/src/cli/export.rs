@@ -1,0 +1,117 @@
+//! `ingero export`: hands a trace to the tools people already use, as
+//! Chrome/Perfetto trace-event JSON or to an OpenTelemetry receiver (OTLP/HTTP).
+
+use crate::cli::report::into_cli;
+use anyhow::{bail, Context, Result};
+use ingero_report::otlp::{self, OtlpOptions};
+use ingero_report::perfetto;
+use ingero_store::{TimeWindow, TraceDb};
+use ingero_tools::chains::chains_of;
+use ingero_tools::dataset::Dataset;
+use ingero_tools::{Scope, ToolError};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Output formats of `ingero export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing (needs --out).
+    Perfetto,
+    /// OTLP/HTTP with JSON bodies to a receiver (see --endpoint).
+    Otlp,
+}
+
+/// Arguments of `ingero export`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// What to produce.
+    #[arg(long, value_enum)]
+    format: Format,
+    /// Trace database (ingero or Ingero format).
+    #[arg(long)]
+    db: PathBuf,
+    /// Output file (perfetto).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// OTLP/HTTP receiver base URL (otlp); /v1/traces and /v1/metrics are appended.
+    #[arg(long, default_value = otlp::DEFAULT_ENDPOINT)]
+    endpoint: String,
+    /// service.name resource attribute (otlp).
+    #[arg(long, default_value = "ingero")]
+    service_name: String,
+    /// Seconds allowed for each OTLP request.
+    #[arg(long, default_value_t = 10)]
+    timeout_s: u64,
+    /// Only the last D of the capture (e.g. 30s, 5m), relative to its end.
+    #[arg(long, value_name = "D")]
+    since: Option<String>,
+    /// Only up to D before the capture's end.
+    #[arg(long, value_name = "D")]
+    until: Option<String>,
+    /// Only this process (and its children).
+    #[arg(long)]
+    pid: Option<i32>,
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> Result<()> {
+    let out = match (args.format, &args.out) {
+        (Format::Perfetto, None) => {
+            return Err(ToolError::BadArgument("--format perfetto needs --out FILE".into()).into())
+        }
+        (_, out) => out.clone(),
+    };
+    let opts = OtlpOptions {
+        endpoint: args.endpoint.clone(),
+        service_name: args.service_name.clone(),
+        timeout: Duration::from_secs(args.timeout_s.max(1)),
+        ..OtlpOptions::default()
+    };
+    if args.format == Format::Otlp {
+        // Reject a malformed endpoint before reading the database.
+        otlp::urls(&opts.endpoint).map_err(into_cli)?;
+    }
+    let window = TimeWindow::parse(args.since.as_deref(), args.until.as_deref())?;
+    let db = TraceDb::open(&args.db)?;
+    let scope = Scope {
+        window,
+        pid: args.pid,
+    };
+    let ds = Dataset::load(&db, &scope)?;
+    let chains = chains_of(&ds);
+    match args.format {
+        Format::Perfetto => {
+            let Some(path) = out else {
+                bail!("--format perfetto needs --out FILE");
+            };
+            let file = std::fs::File::create(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            let mut w = BufWriter::new(file);
+            perfetto::write_trace(&ds, &chains, &mut w)
+                .map_err(into_cli)
+                .with_context(|| format!("writing {}", path.display()))?;
+            w.flush()
+                .with_context(|| format!("writing {}", path.display()))?;
+            println!(
+                "wrote {} ({} CUDA calls, {} causal chains); open it in ui.perfetto.dev or chrome://tracing",
+                path.display(),
+                ds.calls.len(),
+                chains.chains.len()
+            );
+        }
+        Format::Otlp => {
+            let sent = otlp::export(&ds, &chains, &opts).map_err(into_cli)?;
+            println!(
+                "sent {} spans in {} requests to {} and {} metric points in {} requests to {}",
+                sent.spans,
+                sent.trace_requests,
+                sent.traces_url,
+                sent.data_points,
+                sent.metric_requests,
+                sent.metrics_url
+            );
+        }
+    }
+    Ok(())
+}

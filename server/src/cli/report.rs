@@ -1,0 +1,60 @@
+//! `ingero report`: one self-contained HTML page to look at a trace (timeline,
+//! causal chains, GPU-idle breakdown, processes, latency histograms).
+
+use anyhow::{Context, Result};
+use ingero_report::{html, ReportData, ReportError};
+use ingero_store::{TimeWindow, TraceDb};
+use ingero_tools::{Scope, ToolError};
+use std::path::PathBuf;
+
+/// Arguments of `ingero report`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Trace database (ingero or Ingero format).
+    #[arg(long)]
+    db: PathBuf,
+    /// Where to write the page.
+    #[arg(long, default_value = "report.html")]
+    out: PathBuf,
+    /// Only the last D of the capture (e.g. 30s, 5m), relative to its end.
+    #[arg(long, value_name = "D")]
+    since: Option<String>,
+    /// Only up to D before the capture's end.
+    #[arg(long, value_name = "D")]
+    until: Option<String>,
+    /// Only this process (and its children).
+    #[arg(long)]
+    pid: Option<i32>,
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> Result<()> {
+    let window = TimeWindow::parse(args.since.as_deref(), args.until.as_deref())?;
+    let db = TraceDb::open(&args.db)?;
+    let scope = Scope {
+        window,
+        pid: args.pid,
+    };
+    let data = ReportData::load(&db, &scope).map_err(into_cli)?;
+    let page = html::report_html(&data).map_err(into_cli)?;
+    std::fs::write(&args.out, page).with_context(|| format!("writing {}", args.out.display()))?;
+    println!(
+        "wrote {} ({} CUDA spans, {} off-CPU intervals, {} causal chains, {} processes)",
+        args.out.display(),
+        data.span_count(),
+        data.off_cpu_count(),
+        data.chains.len(),
+        data.process_table.len()
+    );
+    Ok(())
+}
+
+/// Hands library errors to the exit-code mapping: input faults surface as the
+/// analysis engine's errors, which the binary already classifies as bad input.
+pub(crate) fn into_cli(err: ReportError) -> anyhow::Error {
+    match err {
+        ReportError::Tool(e) => e.into(),
+        ReportError::BadArgument(msg) => ToolError::BadArgument(msg).into(),
+        other => other.into(),
+    }
+}
