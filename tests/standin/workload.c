@@ -10,7 +10,7 @@
  *     --worker-ms MS     how long each worker runs (default 300)
  *     --pids FILE        write "parent PID" and "worker PID" lines here
  *     --wait-ms MS       sleep after loading the libraries, before any call
- *     --stdin            wait for a line on stdin before loading the libraries
+ *     --stdin            after loading the libraries, wait for a line on stdin
  *     --bench N          time N cudaLaunchKernel calls and print ns per call
  *
  * Per run it makes exactly: before the loop cudaMalloc, cudaMallocHost,
@@ -136,12 +136,6 @@ int main(int argc, char **argv)
 		exe[n] = 0;
 		snprintf(dir, sizeof(dir), "%s", dirname(exe));
 	}
-	if (wait_stdin) {
-		char line[64];
-		if (!fgets(line, sizeof(line), stdin))
-			return 72;
-	}
-
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/libcudart.so.13", dir);
 	void *rt = dlopen(path, RTLD_NOW);
@@ -153,6 +147,11 @@ int main(int argc, char **argv)
 	}
 	if (wait_ms > 0)
 		usleep((useconds_t)(wait_ms * 1000));
+	if (wait_stdin) {
+		char line[64];
+		if (!fgets(line, sizeof(line), stdin))
+			return 72;
+	}
 
 	fn_malloc cudaMalloc = (fn_malloc)sym(rt, "cudaMalloc");
 	fn_malloc cudaMallocHost = (fn_malloc)sym(rt, "cudaMallocHost");

@@ -12,7 +12,8 @@ pub fn standin() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let out = std::env::temp_dir().join(format!("ingero-standin-{}", std::process::id()));
+        let out =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("standin-{}", std::process::id()));
         let status = Command::new("make")
             .arg("-s")
             .arg("-C")
