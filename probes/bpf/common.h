@@ -26,6 +26,14 @@ struct {
 	__type(value, u32);
 } tracked SEC(".maps");
 
+/* paused[0] != 0: record nothing (set at stop, before the slow detach). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} paused SEC(".maps");
+
 /* Records dropped in the kernel, per CPU and per cause (LOSS_*). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -44,6 +52,10 @@ static __always_inline void count_loss(u32 slot)
 /* True when events of process `tgid` should be recorded. */
 static __always_inline int is_tracked(u32 tgid)
 {
+	u32 zero = 0;
+	u32 *stop = bpf_map_lookup_elem(&paused, &zero);
+	if (stop && *stop)
+		return 0;
 	if (cfg_trace_all)
 		return tgid != 0 && tgid != cfg_self_tgid;
 	return bpf_map_lookup_elem(&tracked, &tgid) != 0;

@@ -259,7 +259,9 @@ impl Control {
         set_state(&self.shared, CaptureState::Stopping);
         let stopped_ns = self.clock.now_epoch();
         // Detach every probe, then let the poller drain what is left.
-        self.probes = None;
+        if let Some(p) = self.probes.take() {
+            p.detach_all();
+        }
         self.poller_stop.store(true, Ordering::Release);
         let poller_ok = self.poller.take().is_none_or(|h| h.join().is_ok());
         let mut ignored = BTreeMap::new();

@@ -2,7 +2,7 @@
 //! CUDA uprobes once per library file (deduplicated by device and inode).
 
 use crate::error::CaptureError;
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::uprobe::{UProbeAttachLocation, UProbeScope};
 use aya::programs::{BtfTracePoint, TracePoint, UProbe};
 use aya::{Btf, Ebpf, EbpfLoader};
@@ -91,6 +91,8 @@ pub struct Probes {
     ebpf: Ebpf,
     attached: HashSet<(u64, u64)>,
     libraries: Vec<PathBuf>,
+    links: Vec<Box<dyn Send>>,
+    paused: Option<Array<MapData, u32>>,
 }
 
 fn load_err(e: impl std::fmt::Display) -> CaptureError {
@@ -147,10 +149,16 @@ impl Probes {
                 p.load().map_err(|e| attach_err(&name, e))?;
             }
         }
+        let paused = ebpf
+            .take_map("paused")
+            .ok_or_else(|| load_err("no paused map"))
+            .and_then(|m| Array::try_from(m).map_err(load_err))?;
         Ok(Probes {
             ebpf,
             attached: HashSet::new(),
             libraries: Vec::new(),
+            links: Vec::new(),
+            paused: Some(paused),
         })
     }
 
@@ -158,11 +166,13 @@ impl Probes {
     pub fn attach_tracepoints(&mut self) -> Result<(), CaptureError> {
         for (prog, tp) in BTF_TRACEPOINTS {
             let p: &mut BtfTracePoint = program(&mut self.ebpf, prog)?;
-            p.attach().map_err(|e| attach_err(tp, e))?;
+            let id = p.attach().map_err(|e| attach_err(tp, e))?;
+            let link = p.take_link(id).map_err(|e| attach_err(tp, e))?;
+            self.links.push(Box::new(link));
         }
         for (prog, cat, name) in CLASSIC_TRACEPOINTS {
             let p: &mut TracePoint = program(&mut self.ebpf, prog)?;
-            p.attach(cat, name).map_err(|e| {
+            let id = p.attach(cat, name).map_err(|e| {
                 if !Path::new("/sys/kernel/tracing/events").exists()
                     && !Path::new("/sys/kernel/debug/tracing/events").exists()
                 {
@@ -171,6 +181,10 @@ impl Probes {
                     attach_err(&format!("{cat}:{name}"), e)
                 }
             })?;
+            let link = p
+                .take_link(id)
+                .map_err(|e| attach_err(&format!("{cat}:{name}"), e))?;
+            self.links.push(Box::new(link));
         }
         Ok(())
     }
@@ -208,18 +222,34 @@ impl Probes {
             for prefix in ["e_", "r_"] {
                 let name = format!("{prefix}{}", op.name);
                 let p: &mut UProbe = program(&mut self.ebpf, &name)?;
-                p.attach(
-                    UProbeAttachLocation::AbsoluteOffset(offset),
-                    path,
-                    UProbeScope::AllProcesses,
-                )
-                .map_err(|e| attach_err(&format!("{} in {}", op.name, path.display()), e))?;
+                let what = || format!("{} in {}", op.name, path.display());
+                let id = p
+                    .attach(
+                        UProbeAttachLocation::AbsoluteOffset(offset),
+                        path,
+                        UProbeScope::AllProcesses,
+                    )
+                    .map_err(|e| attach_err(&what(), e))?;
+                let link = p.take_link(id).map_err(|e| attach_err(&what(), e))?;
+                self.links.push(Box::new(link));
             }
             count += 1;
         }
         self.attached.insert(key);
         self.libraries.push(path.to_path_buf());
         Ok(AttachOutcome::Attached(count))
+    }
+
+    /// Makes every program return at once; nothing more is recorded.
+    pub fn pause(&mut self) {
+        if let Some(p) = self.paused.as_mut() {
+            let _ = p.set(0, 1, 0);
+        }
+    }
+
+    /// Stops recording and detaches every probe (see [`Drop`] for how).
+    pub fn detach_all(self) {
+        drop(self);
     }
 
     /// Library files probed so far.
@@ -256,6 +286,21 @@ impl Probes {
         Ok(LossCounters {
             map: PerCpuArray::try_from(map).map_err(load_err)?,
         })
+    }
+}
+
+impl Drop for Probes {
+    /// Pauses the programs, then detaches. Detaching is slow in the kernel
+    /// (see [`crate::holder`]), so a holder process does the final release.
+    fn drop(&mut self) {
+        self.pause();
+        let holder = crate::holder::Holder::spawn();
+        drop(std::mem::take(&mut self.links));
+        if let Some(h) = holder {
+            // Our references to the maps and programs go too before release.
+            self.paused = None;
+            h.release();
+        }
     }
 }
 
