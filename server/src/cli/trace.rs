@@ -182,7 +182,15 @@ mod tests {
     fn splits_like_a_shell_without_expansion() {
         assert_eq!(
             split_command(r#"python "train one.py" --lr 0.1 'a b' c\ d $HOME"#).unwrap(),
-            vec!["python", "train one.py", "--lr", "0.1", "a b", "c d", "$HOME"]
+            vec![
+                "python",
+                "train one.py",
+                "--lr",
+                "0.1",
+                "a b",
+                "c d",
+                "$HOME"
+            ]
         );
         assert!(split_command("python 'oops").is_err());
         assert!(split_command("   ").unwrap().is_empty());
