@@ -21,9 +21,10 @@ struct call_val {
 	u64 stream;
 };
 
-/* Calls in flight. LRU so calls whose return never fires age out. */
+/* Calls in flight, per thread and function (a plain hash: cheaper than LRU;
+ * keys are reused by the same thread, so only dead threads leave entries). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct call_key);
 	__type(value, struct call_val);
