@@ -39,6 +39,9 @@ fn is_bad_input(err: &anyhow::Error) -> bool {
         if let Some(e) = cause.downcast_ref::<ingero_report::ReportError>() {
             return e.is_bad_input();
         }
+        if let Some(e) = cause.downcast_ref::<ingero_probes::CaptureError>() {
+            return e.is_setup_problem();
+        }
         false
     })
 }

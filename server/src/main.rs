@@ -20,6 +20,10 @@ enum Command {
     Explain(cli::explain::Args),
     /// List recorded events, filtered and paged.
     Query(cli::query::Args),
+    /// Record CUDA calls and host events of a process, a command or the whole machine.
+    Trace(cli::trace::Args),
+    /// Check whether this machine can capture (kernel, BTF, permissions, tracefs, libraries).
+    Check(cli::check::Args),
     /// Write a deterministic synthetic trace database for a known scenario.
     Demo(cli::demo::Args),
     /// Write a self-contained HTML report: timeline, causal chains, GPU idle, histograms.
@@ -33,6 +37,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Explain(args) => cli::explain::run(args),
         Command::Query(args) => cli::query::run(args),
+        Command::Trace(args) => cli::trace::run(args),
+        Command::Check(args) => cli::check::run(args),
         Command::Demo(args) => cli::demo::run(args),
         Command::Report(args) => cli::report::run(args),
         Command::Export(args) => cli::export::run(args),

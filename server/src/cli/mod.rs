@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
+pub mod check;
 pub mod demo;
 pub mod explain;
 pub mod export;
 pub mod query;
 pub mod report;
+pub mod trace;

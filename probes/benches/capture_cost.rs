@@ -1,0 +1,181 @@
+//! Capture cost, measured on the stand-in libraries (needs root):
+//!
+//! 1. added cost per probed call: `workload --bench N` times N
+//!    cudaLaunchKernel calls without probes and with a capture attached, in
+//!    the same run, alternating;
+//! 2. sustained event rate: the same loop at full speed under capture, with
+//!    every event written to the database; reports events/s and losses.
+//!
+//! Run: `cargo bench -p ingero-probes --bench capture_cost`.
+
+use ingero_probes::{start, CaptureConfig, Target};
+use ingero_store::RawPolicy;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn standin() -> PathBuf {
+    if let Some(dir) = std::env::var_os("INGERO_STANDIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("standin-bench");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/standin");
+    let ok = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(root)
+        .arg(format!("OUT={}", out.display()))
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "building the stand-in failed (needs make and a C compiler)"
+    );
+    out
+}
+
+/// Starts `workload --stdin --bench n` (libraries loaded, waiting).
+fn spawn_bench(dir: &Path, n: u64) -> std::process::Child {
+    Command::new(dir.join("workload"))
+        .args(["--stdin", "--bench", &n.to_string()])
+        .env("INGERO_STANDIN_US", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("workload")
+}
+
+/// Releases a waiting workload and returns its ns per call.
+fn finish(mut child: std::process::Child) -> f64 {
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("write");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    let _ = child.wait();
+    line.trim().parse().expect("ns per call")
+}
+
+fn traced(
+    dir: &Path,
+    n: u64,
+    db: &Path,
+    raw: RawPolicy,
+) -> (f64, ingero_probes::CaptureSummary, Duration) {
+    let child = spawn_bench(dir, n);
+    let mut cfg = CaptureConfig::new(Target::Pid(child.id() as i32), db);
+    cfg.raw = raw;
+    cfg.ring_bytes = 64 << 20;
+    cfg.libraries = vec![dir.join("libcudart.so.13")];
+    let handle = start(cfg).expect("start capture (run as root)");
+    let t0 = Instant::now();
+    let ns = finish(child);
+    let wall = t0.elapsed();
+    let summary = handle.stop().expect("stop");
+    (ns, summary, wall)
+}
+
+/// Waits until the holder processes of stopped captures have released their
+/// probes (they are our only children once the workloads are reaped).
+fn wait_detached() {
+    let me = std::process::id() as i32;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        let busy = ingero_probes::procs::all_pids()
+            .into_iter()
+            .any(|p| ingero_probes::procs::process_info(p, 0).is_some_and(|i| i.ppid == me));
+        if !busy {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("capture_cost: needs root; skipped");
+        return;
+    }
+    let dir = standin();
+    let tmp = std::env::var_os("INGERO_BENCH_TMP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-dbs"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).expect("tmp dir");
+
+    const N: u64 = 200_000;
+    const ROUNDS: usize = 5;
+    let mut base = Vec::new();
+    let mut probed = Vec::new();
+    // Baseline rounds first: after a capture stops, its (paused) probes stay
+    // in the kernel for a few seconds while the holder process releases them.
+    for _ in 0..ROUNDS {
+        base.push(finish(spawn_bench(&dir, N)));
+    }
+    for round in 0..ROUNDS {
+        let db = tmp.join(format!("cost{round}.db"));
+        let (ns, s, _) = traced(&dir, N, &db, RawPolicy::All);
+        assert_eq!(s.status.cuda_calls, N, "every call seen");
+        probed.push(ns);
+        wait_detached();
+    }
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let (bmin, pmin) = (min(&base), min(&probed));
+    let (b, p) = (median(base), median(probed));
+    println!("per-call cost: {N} cudaLaunchKernel calls, {ROUNDS} rounds each (median / best)");
+    println!("  without probes  {b:>9.1} / {bmin:>7.1} ns/call");
+    println!("  with capture    {p:>9.1} / {pmin:>7.1} ns/call");
+    println!(
+        "  added           {:>9.1} / {:>7.1} ns/call  (target < 3000 ns)",
+        p - b,
+        pmin - bmin
+    );
+
+    const M: u64 = 3_000_000;
+    let sampled = RawPolicy::Sampled {
+        per_second: 1000,
+        always_keep_ns: 1_000_000,
+    };
+    for (label, raw) in [
+        ("every raw row", RawPolicy::All),
+        ("raw rows sampled, aggregates exact", sampled),
+    ] {
+        let (ns, s, wall) = traced(&dir, M, &tmp.join("rate.db"), raw);
+        let _ = std::fs::remove_file(tmp.join("rate.db"));
+        wait_detached();
+        let loop_rate = 1e9 / ns;
+        println!("sustained rate, {label}: {M} calls at full speed under capture");
+        println!("  calls/s in the traced loop  {loop_rate:>12.0}");
+        println!(
+            "  events delivered            {:>12} ({} CUDA), committed {}, lost {}",
+            s.status.events, s.status.cuda_calls, s.status.events_written, s.status.drops
+        );
+        println!(
+            "  end to end                  {:>12.0} events/s over {:.2} s (stop included)",
+            s.status.events_written as f64 / wall.as_secs_f64().max(1e-9),
+            wall.as_secs_f64()
+        );
+        let held = s.status.drops == 0 && s.status.cuda_calls == M;
+        println!(
+            "  held without loss: {}",
+            if held {
+                format!("yes, {loop_rate:.0} events/s (target >= 500000)")
+            } else {
+                "no".to_string()
+            }
+        );
+    }
+}

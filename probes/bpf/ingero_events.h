@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 OR GPL-2.0 */
+/*
+ * Records the kernel programs put in the ring buffer. The Rust side mirrors
+ * these layouts in probes/src/abi.rs; change both together.
+ */
+#ifndef INGERO_EVENTS_H
+#define INGERO_EVENTS_H
+
+/* First u32 of every record. */
+#define REC_CUDA 1   /* struct rec_cuda: one completed CUDA call */
+#define REC_HOST 2   /* struct rec_host: switch, wakeup, page allocation */
+#define REC_PROC 3   /* struct rec_proc: fork, exec, exit (carries comm) */
+#define REC_MAPEXEC 4 /* struct rec_notice: a tracked process mapped code */
+
+/* Host kinds, same numbers as the store's HostKind. */
+#define HK_SWITCH 1
+#define HK_WAKEUP 2
+#define HK_PAGE_ALLOC 3
+#define HK_FORK 4
+#define HK_EXEC 5
+#define HK_EXIT 6
+
+/* Slots of the per-CPU loss counter array. */
+#define LOSS_RINGBUF 0   /* ring buffer full: record dropped */
+#define LOSS_CALL_MAP 1  /* entry table full: call not timed */
+#define LOSS_SLOTS 4
+
+struct rec_cuda {
+	u32 rec;
+	u16 op;
+	u16 cpu;
+	u32 pid;
+	u32 tid;
+	u64 ts;      /* entry, CLOCK_MONOTONIC ns */
+	u64 dur;     /* return - entry */
+	u64 size;    /* bytes argument, 0 when none */
+	s64 kind;    /* cudaMemcpyKind, -1 when none */
+	u64 stream;  /* stream handle, 0 when none */
+	s64 ret;     /* return code */
+};
+
+struct rec_host {
+	u32 rec;
+	u16 kind;
+	u16 cpu;
+	u32 pid;
+	u32 tid;
+	u64 ts;
+	u64 dur;
+	s64 arg;
+};
+
+struct rec_proc {
+	u32 rec;
+	u16 kind;
+	u16 cpu;
+	u32 pid;
+	u32 tid;
+	u64 ts;
+	s64 arg;
+	char comm[16];
+};
+
+struct rec_notice {
+	u32 rec;
+	u32 pid;
+	u64 ts;
+};
+
+#endif

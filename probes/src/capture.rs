@@ -1,0 +1,274 @@
+//! `start` wires a capture together (probes, writer, poller, control thread)
+//! and returns a handle for status and stop.
+
+use crate::clock::Clock;
+use crate::config::{CaptureConfig, Target};
+use crate::control::{Control, Shared};
+use crate::discovery;
+use crate::error::CaptureError;
+use crate::launch::{spawn_held, HeldChild};
+use crate::loader::{LoadOptions, Probes};
+use crate::poller::{self, PollerConfig};
+use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats};
+use crate::{preflight, procs, sysinfo, writer};
+use ingero_store::TraceWriter;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Batches the writer may have queued (each at most 32k events).
+const WRITER_QUEUE: usize = 16;
+/// Lifecycle notices the control thread may have queued.
+const NOTICE_QUEUE: usize = 65_536;
+
+/// A running capture.
+pub struct CaptureHandle {
+    shared: Arc<Shared>,
+    control: JoinHandle<Result<CaptureSummary, CaptureError>>,
+}
+
+/// A cheap, clonable way to ask a capture to stop (from a signal handler
+/// thread, for instance) without owning its handle.
+#[derive(Clone)]
+pub struct StopHandle {
+    shared: Arc<Shared>,
+}
+
+impl StopHandle {
+    /// Asks the capture to stop; `CaptureHandle::wait` then returns.
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+    }
+}
+
+/// Builds the status view from shared state.
+pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
+    let state = shared
+        .state
+        .lock()
+        .map(|s| *s)
+        .unwrap_or(CaptureState::Failed);
+    let (ops, host, cuda, hosts, drops, processes) = match shared.stats.lock() {
+        Ok(s) => (s.ops(), s.host(), s.cuda, s.hosts, s.drops(), s.processes),
+        Err(_) => (Vec::new(), Vec::new(), 0, 0, 0, 0),
+    };
+    CaptureStatus {
+        state,
+        elapsed_ms: shared.started.elapsed().as_millis() as u64,
+        events: cuda + hosts,
+        cuda_calls: cuda,
+        host_events: hosts,
+        events_written: shared.written.load(Ordering::Relaxed),
+        drops,
+        ops,
+        host,
+        libraries: shared
+            .libraries
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default(),
+        processes,
+        db: shared.db.clone(),
+        error: shared.error.lock().ok().and_then(|e| e.clone()),
+    }
+}
+
+impl CaptureHandle {
+    /// Current counters and state.
+    pub fn status(&self) -> CaptureStatus {
+        status_of(&self.shared)
+    }
+
+    /// A handle that can stop the capture from elsewhere.
+    pub fn stopper(&self) -> StopHandle {
+        StopHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// True once the capture has ended by itself (duration, target exit).
+    pub fn is_finished(&self) -> bool {
+        self.control.is_finished()
+    }
+
+    /// Stops now: detaches the probes, writes the last batch, closes the database.
+    pub fn stop(self) -> Result<CaptureSummary, CaptureError> {
+        self.shared.stop.store(true, Ordering::Release);
+        self.wait()
+    }
+
+    /// Waits until the capture ends by itself (duration elapsed, traced
+    /// command exited) or through a [`StopHandle`].
+    pub fn wait(self) -> Result<CaptureSummary, CaptureError> {
+        self.control
+            .join()
+            .map_err(|_| CaptureError::Internal("control thread panicked".into()))?
+    }
+}
+
+fn kill(child: HeldChild) {
+    let pid = child.pid();
+    // SAFETY: signalling our own, never-released child.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    child.detach();
+}
+
+/// Starts a capture in background threads and returns once every probe is
+/// attached (a launched command is released only then).
+pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
+    preflight::require_capture_ready()?;
+    match &config.target {
+        Target::Pid(p) if !procs::exists(*p) => return Err(CaptureError::NoSuchProcess(*p)),
+        Target::Command(argv) if argv.is_empty() => return Err(CaptureError::EmptyCommand),
+        _ => {}
+    }
+    let trace_all = config.target == Target::AllProcesses;
+    let clock = Clock::measure();
+    let mut probes = Probes::load(LoadOptions {
+        trace_all,
+        self_tgid: std::process::id(),
+        ring_bytes: config.ring_bytes,
+    })?;
+    let mut tracked = probes.take_tracked()?;
+    let losses = probes.take_losses()?;
+    let ring = probes.take_ring()?;
+
+    for lib in &config.libraries {
+        probes.attach_library(lib)?;
+    }
+    let mut candidates = discovery::well_known_libraries();
+    let scan: Vec<i32> = match &config.target {
+        Target::Pid(p) => procs::tree(*p),
+        Target::Command(_) => Vec::new(),
+        Target::AllProcesses => procs::all_pids(),
+    };
+    for pid in &scan {
+        candidates.extend(discovery::libraries_in_maps(*pid));
+    }
+    for lib in candidates {
+        if let Err(e) = probes.attach_library(&lib) {
+            tracing::warn!("{e}");
+        }
+    }
+    if config.require_cuda_library && probes.libraries().is_empty() {
+        return Err(CaptureError::NoCudaLibrary {
+            searched: discovery::searched_description(),
+        });
+    }
+    probes.attach_tracepoints()?;
+
+    let mut info = sysinfo::session_info();
+    info.started_ns = clock.now_epoch();
+    let started_ns = info.started_ns;
+    if let Target::Command(argv) = &config.target {
+        info.command = argv.join(" ");
+    }
+    if let Target::Pid(p) = &config.target {
+        info.target_pids = vec![*p];
+    }
+    // The launched command waits at the gate until the filter knows it.
+    let mut child = match &config.target {
+        Target::Command(argv) => Some(spawn_held(argv)?),
+        _ => None,
+    };
+    if let Some(c) = &child {
+        info.target_pids = vec![c.pid()];
+    }
+    let setup = (|| -> Result<_, CaptureError> {
+        let tw = TraceWriter::create(&config.db, &info, config.raw)?;
+        match (&child, &config.target) {
+            (Some(c), _) => tracked.insert(c.pid())?,
+            (None, Target::Pid(_)) => {
+                for pid in &scan {
+                    tracked.insert(*pid)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(tw)
+    })();
+    let tw = match setup {
+        Ok(tw) => tw,
+        Err(e) => {
+            if let Some(c) = child.take() {
+                kill(c);
+            }
+            return Err(e);
+        }
+    };
+
+    let stats = Arc::new(Mutex::new(LiveStats::default()));
+    let written = Arc::new(AtomicU64::new(0));
+    let shared = Arc::new(Shared {
+        started: Instant::now(),
+        state: Mutex::new(CaptureState::Running),
+        stats: stats.clone(),
+        written: written.clone(),
+        libraries: Mutex::new(
+            probes
+                .libraries()
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+        ),
+        db: config.db.clone(),
+        error: Mutex::new(None),
+        stop: AtomicBool::new(false),
+    });
+    let (wtx, wrx) = sync_channel(WRITER_QUEUE);
+    let (ntx, nrx) = sync_channel(NOTICE_QUEUE);
+    let io = |e: std::io::Error| CaptureError::Internal(format!("cannot start a thread: {e}"));
+    let writer_thread = writer::spawn(tw, wrx, written, stats.clone()).map_err(io)?;
+    for pid in &scan {
+        if !trace_all {
+            if let Some(p) = procs::process_info(*pid, started_ns) {
+                let _ = wtx.send(writer::WriterMsg::Process(p));
+            }
+        }
+    }
+    let poller_stop = Arc::new(AtomicBool::new(false));
+    let poller = poller::spawn(
+        ring,
+        clock,
+        PollerConfig {
+            poll_interval: config.poll_interval,
+            batch_interval: config.batch_interval,
+        },
+        wtx.clone(),
+        ntx,
+        stats,
+        poller_stop.clone(),
+    )
+    .map_err(io)?;
+    let root = match (&child, &config.target) {
+        (Some(c), _) => Some(c.pid()),
+        (None, Target::Pid(p)) => Some(*p),
+        _ => None,
+    };
+    if let Some(c) = child.as_mut() {
+        c.release();
+    }
+    let control = Control {
+        probes: Some(probes),
+        losses,
+        writer: wtx,
+        writer_thread: Some(writer_thread),
+        notices: nrx,
+        poller: Some(poller),
+        poller_stop,
+        shared: shared.clone(),
+        child,
+        root,
+        trace_all,
+        deadline: config.duration.map(|d| Instant::now() + d),
+        clock,
+        started_ns,
+    };
+    let control = std::thread::Builder::new()
+        .name("ingero-control".into())
+        .spawn(move || control.run())
+        .map_err(io)?;
+    Ok(CaptureHandle { shared, control })
+}

@@ -1,0 +1,325 @@
+//! The control thread: owns the loaded probes. It attaches newly found CUDA
+//! libraries, records processes, samples the system and the loss counters
+//! once a second, and runs the shutdown sequence.
+
+use crate::clock::Clock;
+use crate::discovery;
+use crate::launch::HeldChild;
+use crate::loader::{AttachOutcome, LossCounters, Losses, Probes};
+use crate::poller::Notice;
+use crate::procs;
+use crate::status::{CaptureState, CaptureSummary, LiveStats, StopReason};
+use crate::sysinfo::Sampler;
+use crate::writer::{WriterMsg, WriterReport};
+use crate::CaptureError;
+use ingero_store::ProcessInfo;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// State shared between the handle and the capture threads.
+pub struct Shared {
+    /// When the capture started.
+    pub started: Instant,
+    /// Life-cycle state.
+    pub state: Mutex<CaptureState>,
+    /// Live counters.
+    pub stats: Arc<Mutex<LiveStats>>,
+    /// Events committed by the writer.
+    pub written: Arc<std::sync::atomic::AtomicU64>,
+    /// Library files probed.
+    pub libraries: Mutex<Vec<String>>,
+    /// Database path.
+    pub db: PathBuf,
+    /// Error that ended the capture.
+    pub error: Mutex<Option<String>>,
+    /// Set to ask the capture to stop.
+    pub stop: AtomicBool,
+}
+
+/// Everything the control thread owns.
+pub struct Control {
+    /// Loaded programs (dropping them detaches every probe).
+    pub probes: Option<Probes>,
+    /// Kernel loss counters.
+    pub losses: LossCounters,
+    /// To the writer.
+    pub writer: SyncSender<WriterMsg>,
+    /// Writer thread.
+    pub writer_thread: Option<JoinHandle<WriterReport>>,
+    /// From the poller.
+    pub notices: Receiver<Notice>,
+    /// Poller thread.
+    pub poller: Option<JoinHandle<()>>,
+    /// Tells the poller to drain once more and end.
+    pub poller_stop: Arc<AtomicBool>,
+    /// Shared with the handle.
+    pub shared: Arc<Shared>,
+    /// Launched command, if any.
+    pub child: Option<HeldChild>,
+    /// Process whose exit ends the capture (pid targets).
+    pub root: Option<i32>,
+    /// Whether every process is traced.
+    pub trace_all: bool,
+    /// Stop after this instant.
+    pub deadline: Option<Instant>,
+    /// Kernel to epoch time.
+    pub clock: Clock,
+    /// Session start, epoch ns.
+    pub started_ns: i64,
+}
+
+const TICK: Duration = Duration::from_millis(20);
+const SECOND: Duration = Duration::from_secs(1);
+
+impl Control {
+    /// Runs until stopped, then drains, finishes the database and reports.
+    pub fn run(mut self) -> Result<CaptureSummary, CaptureError> {
+        let mut sampler = Sampler::default();
+        let _ = sampler.sample(self.clock.now_epoch());
+        let mut last_losses = Losses::default();
+        let mut known: HashSet<i32> = HashSet::new();
+        let mut exited: HashSet<i32> = HashSet::new();
+        let mut rescans: BTreeMap<i32, Instant> = BTreeMap::new();
+        let mut failed_libs: HashSet<PathBuf> = HashSet::new();
+        let mut next_second = Instant::now() + SECOND;
+        let mut command_exit = None;
+        let reason = loop {
+            while let Ok(n) = self.notices.try_recv() {
+                self.on_notice(n, &mut known, &mut exited, &mut rescans);
+            }
+            let now = Instant::now();
+            let due: Vec<i32> = rescans
+                .iter()
+                .filter(|(_, t)| **t <= now)
+                .map(|(p, _)| *p)
+                .collect();
+            for pid in due {
+                rescans.remove(&pid);
+                self.attach_from_maps(pid, &mut failed_libs);
+            }
+            if now >= next_second {
+                next_second = now + SECOND;
+                self.send(WriterMsg::Snapshot(sampler.sample(self.clock.now_epoch())));
+                last_losses = self.record_losses(last_losses);
+                if let (Some(root), false) = (self.root, self.trace_all) {
+                    if self.child.is_none() {
+                        self.attach_from_maps(root, &mut failed_libs);
+                    }
+                }
+            }
+            if self.shared.stop.load(Ordering::Acquire) {
+                break StopReason::Requested;
+            }
+            if self.deadline.is_some_and(|d| now >= d) {
+                break StopReason::Duration;
+            }
+            if let Some(child) = self.child.as_mut() {
+                if let Some(code) = child.try_wait() {
+                    command_exit = Some(code);
+                    break StopReason::TargetExited;
+                }
+            } else if let Some(root) = self.root {
+                if !procs::exists(root) {
+                    break StopReason::TargetExited;
+                }
+            }
+            std::thread::sleep(TICK);
+        };
+        self.shutdown(reason, command_exit, last_losses, known, exited, sampler)
+    }
+
+    fn send(&self, msg: WriterMsg) {
+        let _ = self.writer.send(msg);
+    }
+
+    fn on_notice(
+        &mut self,
+        n: Notice,
+        known: &mut HashSet<i32>,
+        exited: &mut HashSet<i32>,
+        rescans: &mut BTreeMap<i32, Instant>,
+    ) {
+        match n {
+            Notice::Seen { pid, ts_ns } => {
+                known.insert(pid);
+                let info = procs::process_info(pid, ts_ns).unwrap_or(ProcessInfo {
+                    pid,
+                    first_seen_ns: ts_ns,
+                    last_seen_ns: ts_ns,
+                    ..ProcessInfo::default()
+                });
+                self.send(WriterMsg::Process(info));
+            }
+            Notice::Fork {
+                parent,
+                child,
+                comm,
+                ts_ns,
+            } => {
+                known.insert(child);
+                self.send(WriterMsg::Process(ProcessInfo {
+                    pid: child,
+                    ppid: parent,
+                    comm,
+                    cmdline: procs::cmdline(child),
+                    first_seen_ns: ts_ns,
+                    last_seen_ns: ts_ns,
+                }));
+            }
+            Notice::Exec { pid, comm, ts_ns } => {
+                let ppid = procs::process_info(pid, ts_ns).map(|p| p.ppid).unwrap_or(0);
+                self.send(WriterMsg::Process(ProcessInfo {
+                    pid,
+                    ppid,
+                    comm,
+                    cmdline: procs::cmdline(pid),
+                    first_seen_ns: ts_ns,
+                    last_seen_ns: ts_ns,
+                }));
+                rescans.insert(pid, Instant::now());
+            }
+            Notice::Exit { pid, ts_ns } => {
+                exited.insert(pid);
+                self.send(WriterMsg::Process(ProcessInfo {
+                    pid,
+                    first_seen_ns: ts_ns,
+                    last_seen_ns: ts_ns,
+                    ..ProcessInfo::default()
+                }));
+            }
+            Notice::Rescan { pid } => {
+                rescans.entry(pid).or_insert_with(Instant::now);
+            }
+        }
+    }
+
+    fn attach_from_maps(&mut self, pid: i32, failed: &mut HashSet<PathBuf>) {
+        for lib in discovery::libraries_in_maps(pid) {
+            if failed.contains(&lib) {
+                continue;
+            }
+            let Some(probes) = self.probes.as_mut() else {
+                return;
+            };
+            match probes.attach_library(&lib) {
+                Ok(AttachOutcome::Attached(n)) => {
+                    tracing::info!(library = %lib.display(), functions = n, pid, "probing CUDA library");
+                    if let Ok(mut l) = self.shared.libraries.lock() {
+                        l.push(lib.display().to_string());
+                    }
+                }
+                Ok(AttachOutcome::AlreadyAttached) => {}
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    failed.insert(lib);
+                }
+            }
+        }
+    }
+
+    fn record_losses(&self, last: Losses) -> Losses {
+        let now = self.losses.read();
+        let ts = self.clock.now_epoch();
+        let ring = now.ring_full.saturating_sub(last.ring_full);
+        let table = now.call_table_full.saturating_sub(last.call_table_full);
+        if ring > 0 {
+            self.send(WriterMsg::Loss {
+                ts_ns: ts,
+                source: "ringbuf",
+                lost: ring as i64,
+            });
+        }
+        if table > 0 {
+            self.send(WriterMsg::Loss {
+                ts_ns: ts,
+                source: "call_table",
+                lost: table as i64,
+            });
+        }
+        if let Ok(mut s) = self.shared.stats.lock() {
+            s.kernel_drops = now.ring_full + now.call_table_full;
+        }
+        now
+    }
+
+    fn shutdown(
+        mut self,
+        reason: StopReason,
+        mut command_exit: Option<i32>,
+        last_losses: Losses,
+        mut known: HashSet<i32>,
+        mut exited: HashSet<i32>,
+        mut sampler: Sampler,
+    ) -> Result<CaptureSummary, CaptureError> {
+        set_state(&self.shared, CaptureState::Stopping);
+        let stopped_ns = self.clock.now_epoch();
+        // Detach every probe, then let the poller drain what is left.
+        if let Some(p) = self.probes.take() {
+            p.detach_all();
+        }
+        self.poller_stop.store(true, Ordering::Release);
+        let poller_ok = self.poller.take().is_none_or(|h| h.join().is_ok());
+        let mut ignored = BTreeMap::new();
+        while let Ok(n) = self.notices.try_recv() {
+            self.on_notice(n, &mut known, &mut exited, &mut ignored);
+        }
+        self.record_losses(last_losses);
+        self.send(WriterMsg::Snapshot(sampler.sample(stopped_ns)));
+        for pid in known.difference(&exited) {
+            self.send(WriterMsg::Process(ProcessInfo {
+                pid: *pid,
+                first_seen_ns: stopped_ns,
+                last_seen_ns: stopped_ns,
+                ..ProcessInfo::default()
+            }));
+        }
+        if let Some(mut c) = self.child.take() {
+            command_exit = command_exit.or_else(|| c.try_wait());
+            c.detach();
+        }
+        self.send(WriterMsg::Finish(stopped_ns));
+        let report = self
+            .writer_thread
+            .take()
+            .ok_or_else(|| CaptureError::Internal("writer thread missing".into()))?
+            .join()
+            .map_err(|_| CaptureError::Internal("writer thread panicked".into()))?;
+        let mut error = report.error.clone();
+        if !poller_ok {
+            error.get_or_insert_with(|| "poller thread panicked".into());
+        }
+        if let Some(e) = &error {
+            if let Ok(mut slot) = self.shared.error.lock() {
+                *slot = Some(e.clone());
+            }
+        }
+        set_state(
+            &self.shared,
+            if error.is_some() {
+                CaptureState::Failed
+            } else {
+                CaptureState::Stopped
+            },
+        );
+        Ok(CaptureSummary {
+            status: crate::capture::status_of(&self.shared),
+            session_id: report.session_id,
+            started_ns: self.started_ns,
+            stopped_ns,
+            reason,
+            command_exit,
+        })
+    }
+}
+
+/// Sets the life-cycle state.
+pub fn set_state(shared: &Shared, state: CaptureState) {
+    if let Ok(mut s) = shared.state.lock() {
+        *s = state;
+    }
+}

@@ -1,0 +1,188 @@
+//! Parses ring-buffer records (layouts in `bpf/ingero_events.h`) into store
+//! events and the lifecycle notices the control thread acts on.
+
+use crate::clock::Clock;
+use ingero_store::{CudaCall, HostEvent, HostKind};
+
+const REC_CUDA: u32 = 1;
+const REC_HOST: u32 = 2;
+const REC_PROC: u32 = 3;
+const REC_MAPEXEC: u32 = 4;
+
+const CUDA_LEN: usize = 64;
+const HOST_LEN: usize = 40;
+const PROC_LEN: usize = 48;
+const NOTICE_LEN: usize = 16;
+
+/// One decoded ring-buffer record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    /// A completed CUDA call.
+    Cuda(CudaCall),
+    /// A switch, wakeup or page allocation.
+    Host(HostEvent),
+    /// A fork, exec or exit, with the command name of the task.
+    Proc(HostEvent, String),
+    /// A traced process mapped executable code (a library may have appeared).
+    MapExec {
+        /// Process that mapped it.
+        pid: i32,
+        /// When, epoch ns.
+        ts_ns: i64,
+    },
+}
+
+/// Why a record could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Shorter than its type requires.
+    Short {
+        /// Record type tag.
+        tag: u32,
+        /// Bytes available.
+        len: usize,
+    },
+    /// Unknown type tag or host kind.
+    Unknown(u32),
+}
+
+fn u16_at(b: &[u8], off: usize) -> u16 {
+    u16::from_ne_bytes([b[off], b[off + 1]])
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[off..off + 4]);
+    u32::from_ne_bytes(a)
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[off..off + 8]);
+    u64::from_ne_bytes(a)
+}
+
+fn need(b: &[u8], tag: u32, len: usize) -> Result<(), DecodeError> {
+    if b.len() < len {
+        Err(DecodeError::Short { tag, len: b.len() })
+    } else {
+        Ok(())
+    }
+}
+
+fn comm(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+/// Decodes one record; `clock` turns kernel stamps into epoch ns.
+pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
+    need(b, 0, 4)?;
+    let tag = u32_at(b, 0);
+    match tag {
+        REC_CUDA => {
+            need(b, tag, CUDA_LEN)?;
+            Ok(Record::Cuda(CudaCall {
+                op_id: u16_at(b, 4),
+                pid: u32_at(b, 8) as i32,
+                tid: u32_at(b, 12) as i32,
+                ts_ns: clock.to_epoch(u64_at(b, 16)),
+                dur_ns: u64_at(b, 24) as i64,
+                bytes: u64_at(b, 32) as i64,
+                copy_kind: u64_at(b, 40) as i64,
+                stream: u64_at(b, 48) as i64,
+                ret: u64_at(b, 56) as i64,
+            }))
+        }
+        REC_HOST | REC_PROC => {
+            need(b, tag, if tag == REC_HOST { HOST_LEN } else { PROC_LEN })?;
+            let kind_id = u16_at(b, 4);
+            let kind =
+                HostKind::from_id(kind_id as i64).ok_or(DecodeError::Unknown(kind_id as u32))?;
+            let cpu = u16_at(b, 6) as i32;
+            let pid = u32_at(b, 8) as i32;
+            let tid = u32_at(b, 12) as i32;
+            let ts_ns = clock.to_epoch(u64_at(b, 16));
+            if tag == REC_HOST {
+                Ok(Record::Host(HostEvent {
+                    ts_ns,
+                    pid,
+                    tid,
+                    kind,
+                    dur_ns: u64_at(b, 24) as i64,
+                    arg: u64_at(b, 32) as i64,
+                    cpu,
+                }))
+            } else {
+                let ev = HostEvent {
+                    ts_ns,
+                    pid,
+                    tid,
+                    kind,
+                    dur_ns: 0,
+                    arg: u64_at(b, 24) as i64,
+                    cpu,
+                };
+                Ok(Record::Proc(ev, comm(&b[32..48])))
+            }
+        }
+        REC_MAPEXEC => {
+            need(b, tag, NOTICE_LEN)?;
+            Ok(Record::MapExec {
+                pid: u32_at(b, 4) as i32,
+                ts_ns: clock.to_epoch(u64_at(b, 8)),
+            })
+        }
+        other => Err(DecodeError::Unknown(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cuda_bytes() -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&REC_CUDA.to_ne_bytes());
+        b.extend_from_slice(&7u16.to_ne_bytes());
+        b.extend_from_slice(&1u16.to_ne_bytes());
+        b.extend_from_slice(&100u32.to_ne_bytes());
+        b.extend_from_slice(&101u32.to_ne_bytes());
+        b.extend_from_slice(&1_000u64.to_ne_bytes());
+        b.extend_from_slice(&500u64.to_ne_bytes());
+        b.extend_from_slice(&4096u64.to_ne_bytes());
+        b.extend_from_slice(&1u64.to_ne_bytes());
+        b.extend_from_slice(&0x5157u64.to_ne_bytes());
+        b.extend_from_slice(&(-3i64).to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn decodes_a_cuda_record() {
+        let clock = Clock::measure();
+        let Ok(Record::Cuda(c)) = decode(&cuda_bytes(), &clock) else {
+            panic!("not a cuda record");
+        };
+        assert_eq!((c.op_id, c.pid, c.tid), (7, 100, 101));
+        assert_eq!(
+            (c.dur_ns, c.bytes, c.copy_kind, c.stream, c.ret),
+            (500, 4096, 1, 0x5157, -3)
+        );
+        assert_eq!(c.ts_ns, clock.to_epoch(1_000));
+    }
+
+    #[test]
+    fn rejects_short_and_unknown_records() {
+        let clock = Clock::measure();
+        let b = cuda_bytes();
+        assert!(matches!(
+            decode(&b[..20], &clock),
+            Err(DecodeError::Short { .. })
+        ));
+        assert_eq!(
+            decode(&9u32.to_ne_bytes(), &clock),
+            Err(DecodeError::Unknown(9))
+        );
+        assert!(decode(&[1, 0], &clock).is_err());
+    }
+}

@@ -1,0 +1,37 @@
+//! The ingero capture engine.
+//!
+//! eBPF uprobes on the CUDA runtime and driver libraries time every traced
+//! call; BTF tracepoints record what the kernel did to the same processes
+//! (off-CPU intervals, wakeups, page allocations, fork/exec/exit). Records
+//! leave the kernel through one ring buffer, are decoded on a polling thread,
+//! and are written in batches into the trace store by a writer thread.
+//!
+//! Entry points: [`start`] a capture from a [`CaptureConfig`], watch it with
+//! [`CaptureHandle::status`], end it with [`CaptureHandle::stop`]; [`preflight`]
+//! says whether this machine can capture at all.
+
+mod capture;
+pub mod clock;
+pub mod config;
+mod control;
+pub mod decode;
+pub mod discovery;
+mod elf;
+pub mod error;
+pub mod histogram;
+mod holder;
+pub mod launch;
+pub mod loader;
+mod poller;
+pub mod preflight;
+pub mod procs;
+pub mod render;
+pub mod status;
+pub mod sysinfo;
+mod writer;
+
+pub use capture::{start, CaptureHandle, StopHandle};
+pub use config::{CaptureConfig, Target};
+pub use error::CaptureError;
+pub use preflight::{preflight, CheckItem, CheckReport, CheckStatus};
+pub use status::{CaptureState, CaptureStatus, CaptureSummary, HostStatus, OpStatus, StopReason};

@@ -1,0 +1,370 @@
+//! Loads the embedded BPF object, attaches the tracepoints, and attaches the
+//! CUDA uprobes once per library file (deduplicated by device and inode).
+
+use crate::error::CaptureError;
+use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::programs::uprobe::{UProbeAttachLocation, UProbeScope};
+use aya::programs::{BtfTracePoint, TracePoint, UProbe};
+use aya::{Btf, Ebpf, EbpfLoader};
+use ingero_store::catalog::{CudaApi, CUDA_OPS};
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The compiled kernel programs (`bpf/ingero.bpf.c`, built by build.rs).
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/ingero.bpf.o"));
+
+/// BTF tracepoints: program name and kernel tracepoint name.
+const BTF_TRACEPOINTS: &[(&str, &str)] = &[
+    ("on_switch", "sched_switch"),
+    ("on_wakeup", "sched_wakeup"),
+    ("on_page_alloc", "mm_page_alloc"),
+    ("on_fork", "sched_process_fork"),
+    ("on_exec", "sched_process_exec"),
+    ("on_exit", "sched_process_exit"),
+];
+
+/// Classic tracepoints: program name, category, event.
+const CLASSIC_TRACEPOINTS: &[(&str, &str, &str)] = &[
+    ("on_mmap_enter", "syscalls", "sys_enter_mmap"),
+    ("on_mmap_exit", "syscalls", "sys_exit_mmap"),
+];
+
+/// Knobs fixed at load time.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadOptions {
+    /// Trace every process (no pid filter) instead of the tracked tree.
+    pub trace_all: bool,
+    /// Our own process id, never traced.
+    pub self_tgid: u32,
+    /// Ring buffer size in bytes.
+    pub ring_bytes: u32,
+}
+
+/// Which family of functions a library file provides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LibraryKind {
+    /// libcudart: runtime API.
+    Runtime,
+    /// libcuda: driver API.
+    Driver,
+    /// Unknown name (given by the user): try every function.
+    Any,
+}
+
+impl LibraryKind {
+    /// Guesses the family from the file name.
+    pub fn of(path: &Path) -> LibraryKind {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with("libcudart.so") {
+            LibraryKind::Runtime
+        } else if name.starts_with("libcuda.so") {
+            LibraryKind::Driver
+        } else {
+            LibraryKind::Any
+        }
+    }
+
+    fn covers(self, api: CudaApi) -> bool {
+        match self {
+            LibraryKind::Runtime => api == CudaApi::Runtime,
+            LibraryKind::Driver => api == CudaApi::Driver,
+            LibraryKind::Any => true,
+        }
+    }
+}
+
+/// Result of attaching one library file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachOutcome {
+    /// Newly probed: this many functions.
+    Attached(usize),
+    /// The same file (device, inode) is probed already.
+    AlreadyAttached,
+}
+
+/// The loaded kernel side: programs, attachments and the maps user space uses.
+pub struct Probes {
+    ebpf: Ebpf,
+    attached: HashSet<(u64, u64)>,
+    libraries: Vec<PathBuf>,
+    links: Vec<Box<dyn Send>>,
+    paused: Option<Array<MapData, u32>>,
+}
+
+fn load_err(e: impl std::fmt::Display) -> CaptureError {
+    CaptureError::Load {
+        detail: e.to_string(),
+    }
+}
+
+fn attach_err(what: &str, e: impl std::error::Error) -> CaptureError {
+    let mut detail = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        src = s.source();
+    }
+    CaptureError::Attach {
+        what: what.to_string(),
+        detail,
+    }
+}
+
+impl Probes {
+    /// Loads every program into the kernel (nothing attached yet).
+    pub fn load(opts: LoadOptions) -> Result<Probes, CaptureError> {
+        let btf = Btf::from_sys_fs().map_err(|e| CaptureError::NoBtf {
+            detail: e.to_string(),
+        })?;
+        let trace_all: u32 = u32::from(opts.trace_all);
+        let mut loader = EbpfLoader::new();
+        loader
+            .btf(Some(&btf))
+            .override_global("cfg_trace_all", &trace_all, true)
+            .override_global("cfg_self_tgid", &opts.self_tgid, true)
+            .map_max_entries("events", opts.ring_bytes);
+        let mut ebpf = loader
+            .load(OBJECT)
+            .map_err(|e| attach_err("BPF object", e))?;
+        for (prog, tp) in BTF_TRACEPOINTS {
+            let p: &mut BtfTracePoint = program(&mut ebpf, prog)?;
+            p.load(tp, &btf).map_err(|e| attach_err(prog, e))?;
+        }
+        for (prog, _, _) in CLASSIC_TRACEPOINTS {
+            let p: &mut TracePoint = program(&mut ebpf, prog)?;
+            p.load().map_err(|e| attach_err(prog, e))?;
+        }
+        for op in CUDA_OPS {
+            for prefix in ["e_", "r_"] {
+                let name = format!("{prefix}{}", op.name);
+                if ebpf.program(&name).is_none() {
+                    continue;
+                }
+                let p: &mut UProbe = program(&mut ebpf, &name)?;
+                p.load().map_err(|e| attach_err(&name, e))?;
+            }
+        }
+        let paused = ebpf
+            .take_map("paused")
+            .ok_or_else(|| load_err("no paused map"))
+            .and_then(|m| Array::try_from(m).map_err(load_err))?;
+        Ok(Probes {
+            ebpf,
+            attached: HashSet::new(),
+            libraries: Vec::new(),
+            links: Vec::new(),
+            paused: Some(paused),
+        })
+    }
+
+    /// Attaches the scheduler, memory and lifecycle tracepoints.
+    pub fn attach_tracepoints(&mut self) -> Result<(), CaptureError> {
+        for (prog, tp) in BTF_TRACEPOINTS {
+            let p: &mut BtfTracePoint = program(&mut self.ebpf, prog)?;
+            let id = p.attach().map_err(|e| attach_err(tp, e))?;
+            let link = p.take_link(id).map_err(|e| attach_err(tp, e))?;
+            self.links.push(Box::new(link));
+        }
+        for (prog, cat, name) in CLASSIC_TRACEPOINTS {
+            let p: &mut TracePoint = program(&mut self.ebpf, prog)?;
+            let id = p.attach(cat, name).map_err(|e| {
+                if !Path::new("/sys/kernel/tracing/events").exists()
+                    && !Path::new("/sys/kernel/debug/tracing/events").exists()
+                {
+                    CaptureError::TracefsMissing
+                } else {
+                    attach_err(&format!("{cat}:{name}"), e)
+                }
+            })?;
+            let link = p
+                .take_link(id)
+                .map_err(|e| attach_err(&format!("{cat}:{name}"), e))?;
+            self.links.push(Box::new(link));
+        }
+        Ok(())
+    }
+
+    /// Probes every known CUDA function the library at `path` defines, in
+    /// every process that maps it. `path` may point into another mount
+    /// namespace through `/proc/PID/root`.
+    pub fn attach_library(&mut self, path: &Path) -> Result<AttachOutcome, CaptureError> {
+        let unusable = |detail: String| CaptureError::LibraryNotUsable {
+            path: path.to_path_buf(),
+            detail,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| unusable(e.to_string()))?;
+        let key = (meta.dev(), meta.ino());
+        if self.attached.contains(&key) {
+            return Ok(AttachOutcome::AlreadyAttached);
+        }
+        let kind = LibraryKind::of(path);
+        let wanted: Vec<&str> = CUDA_OPS
+            .iter()
+            .filter(|o| kind.covers(o.api))
+            .map(|o| o.name)
+            .collect();
+        let offsets = crate::elf::function_offsets(path, &wanted).map_err(unusable)?;
+        if offsets.is_empty() {
+            return Err(unusable(
+                "it defines none of the CUDA functions ingero traces".into(),
+            ));
+        }
+        let mut count = 0;
+        for op in CUDA_OPS.iter().filter(|o| kind.covers(o.api)) {
+            let Some(&offset) = offsets.get(op.name) else {
+                continue;
+            };
+            for prefix in ["e_", "r_"] {
+                let name = format!("{prefix}{}", op.name);
+                let p: &mut UProbe = program(&mut self.ebpf, &name)?;
+                let what = || format!("{} in {}", op.name, path.display());
+                let id = p
+                    .attach(
+                        UProbeAttachLocation::AbsoluteOffset(offset),
+                        path,
+                        UProbeScope::AllProcesses,
+                    )
+                    .map_err(|e| attach_err(&what(), e))?;
+                let link = p.take_link(id).map_err(|e| attach_err(&what(), e))?;
+                self.links.push(Box::new(link));
+            }
+            count += 1;
+        }
+        self.attached.insert(key);
+        self.libraries.push(path.to_path_buf());
+        Ok(AttachOutcome::Attached(count))
+    }
+
+    /// Makes every program return at once; nothing more is recorded.
+    pub fn pause(&mut self) {
+        if let Some(p) = self.paused.as_mut() {
+            let _ = p.set(0, 1, 0);
+        }
+    }
+
+    /// Stops recording and detaches every probe (see [`Drop`] for how).
+    pub fn detach_all(self) {
+        drop(self);
+    }
+
+    /// Library files probed so far.
+    pub fn libraries(&self) -> &[PathBuf] {
+        &self.libraries
+    }
+
+    /// Takes the ring buffer (the poller thread owns it from then on).
+    pub fn take_ring(&mut self) -> Result<RingBuf<MapData>, CaptureError> {
+        let map = self
+            .ebpf
+            .take_map("events")
+            .ok_or_else(|| load_err("no events map"))?;
+        RingBuf::try_from(map).map_err(load_err)
+    }
+
+    /// Takes the table of traced processes, for seeding targets.
+    pub fn take_tracked(&mut self) -> Result<TrackedMap, CaptureError> {
+        let map = self
+            .ebpf
+            .take_map("tracked")
+            .ok_or_else(|| load_err("no tracked map"))?;
+        Ok(TrackedMap {
+            map: BpfHashMap::try_from(map).map_err(load_err)?,
+        })
+    }
+
+    /// Takes the per-CPU loss counters.
+    pub fn take_losses(&mut self) -> Result<LossCounters, CaptureError> {
+        let map = self
+            .ebpf
+            .take_map("losses")
+            .ok_or_else(|| load_err("no losses map"))?;
+        Ok(LossCounters {
+            map: PerCpuArray::try_from(map).map_err(load_err)?,
+        })
+    }
+}
+
+impl Drop for Probes {
+    /// Pauses the programs, then detaches. Detaching is slow in the kernel
+    /// (see [`crate::holder`]), so a holder process does the final release.
+    fn drop(&mut self) {
+        self.pause();
+        let holder = crate::holder::Holder::spawn();
+        drop(std::mem::take(&mut self.links));
+        if let Some(h) = holder {
+            // Our references to the maps and programs go too before release.
+            self.paused = None;
+            h.release();
+        }
+    }
+}
+
+fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, CaptureError>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program>,
+{
+    let p = ebpf
+        .program_mut(name)
+        .ok_or_else(|| load_err(format!("program {name} missing from the object")))?;
+    p.try_into()
+        .map_err(|_| load_err(format!("program {name} has an unexpected type")))
+}
+
+/// The kernel's set of traced process ids.
+pub struct TrackedMap {
+    map: BpfHashMap<MapData, u32, u32>,
+}
+
+impl TrackedMap {
+    /// Starts tracing `pid` (and, through fork, its future children).
+    pub fn insert(&mut self, pid: i32) -> Result<(), CaptureError> {
+        self.map
+            .insert(pid as u32, 1, 0)
+            .map_err(|e| load_err(format!("cannot track pid {pid}: {e}")))
+    }
+
+    /// Number of processes currently traced.
+    pub fn len(&self) -> usize {
+        self.map.keys().filter(|k| k.is_ok()).count()
+    }
+
+    /// True when no process is traced.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Kernel-side drop counters (slots as in `bpf/ingero_events.h`).
+pub struct LossCounters {
+    map: PerCpuArray<MapData, u64>,
+}
+
+/// Totals of the loss counters, summed over CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Losses {
+    /// Records dropped because the ring buffer was full.
+    pub ring_full: u64,
+    /// Calls not timed because the in-flight table was full.
+    pub call_table_full: u64,
+}
+
+impl LossCounters {
+    /// Reads the current totals.
+    pub fn read(&self) -> Losses {
+        let sum = |slot: u32| -> u64 {
+            self.map
+                .get(&slot, 0)
+                .map(|v| v.iter().copied().sum())
+                .unwrap_or(0)
+        };
+        Losses {
+            ring_full: sum(0),
+            call_table_full: sum(1),
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The poller thread: drains the ring buffer on a timer (the kernel side
+//! submits without wakeups), decodes records, feeds the live statistics, and
+//! hands batches to the writer and lifecycle notices to the control thread.
+
+use crate::clock::Clock;
+use crate::decode::{decode, Record};
+use crate::status::LiveStats;
+use crate::writer::WriterMsg;
+use aya::maps::{MapData, RingBuf};
+use ingero_store::{Event, HostKind};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Lifecycle facts the control thread turns into process rows and rescans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A pid appeared in events for the first time.
+    Seen {
+        /// Process id.
+        pid: i32,
+        /// Epoch ns.
+        ts_ns: i64,
+    },
+    /// A traced process forked a child.
+    Fork {
+        /// Parent.
+        parent: i32,
+        /// Child.
+        child: i32,
+        /// Command name.
+        comm: String,
+        /// Epoch ns.
+        ts_ns: i64,
+    },
+    /// A traced process called exec.
+    Exec {
+        /// Process id.
+        pid: i32,
+        /// New command name.
+        comm: String,
+        /// Epoch ns.
+        ts_ns: i64,
+    },
+    /// A traced process exited.
+    Exit {
+        /// Process id.
+        pid: i32,
+        /// Epoch ns.
+        ts_ns: i64,
+    },
+    /// A traced process mapped executable code: look for new CUDA libraries.
+    Rescan {
+        /// Process id.
+        pid: i32,
+    },
+}
+
+/// Largest batch handed to the writer at once.
+const MAX_BATCH: usize = 32_768;
+/// Records decoded per statistics lock.
+const CHUNK: usize = 4096;
+
+/// Poller settings.
+pub struct PollerConfig {
+    /// Time between drains.
+    pub poll_interval: Duration,
+    /// Time between batches to the writer.
+    pub batch_interval: Duration,
+}
+
+/// Starts the poller. It stops after a final drain once `stop` is set.
+pub fn spawn(
+    mut ring: RingBuf<MapData>,
+    clock: Clock,
+    cfg: PollerConfig,
+    writer: SyncSender<WriterMsg>,
+    notices: SyncSender<Notice>,
+    stats: Arc<Mutex<LiveStats>>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("ingero-poller".into())
+        .spawn(move || {
+            let mut batch: Vec<Event> = Vec::with_capacity(CHUNK);
+            let mut seen: HashSet<i32> = HashSet::new();
+            let mut last_flush = Instant::now();
+            loop {
+                let stopping = stop.load(Ordering::Acquire);
+                drain(
+                    &mut ring, &clock, &mut batch, &mut seen, &notices, &stats, &writer,
+                );
+                if stopping
+                    || batch.len() >= MAX_BATCH
+                    || last_flush.elapsed() >= cfg.batch_interval
+                {
+                    if !batch.is_empty() {
+                        let full = std::mem::replace(&mut batch, Vec::with_capacity(CHUNK));
+                        if writer.send(WriterMsg::Events(full)).is_err() {
+                            return;
+                        }
+                    }
+                    last_flush = Instant::now();
+                }
+                if stopping {
+                    return;
+                }
+                std::thread::sleep(cfg.poll_interval);
+            }
+        })
+}
+
+fn notify(notices: &SyncSender<Notice>, stats: &mut LiveStats, n: Notice) {
+    if let Err(TrySendError::Full(_)) = notices.try_send(n) {
+        stats.other_drops += 1;
+    }
+}
+
+fn drain(
+    ring: &mut RingBuf<MapData>,
+    clock: &Clock,
+    batch: &mut Vec<Event>,
+    seen: &mut HashSet<i32>,
+    notices: &SyncSender<Notice>,
+    stats: &Mutex<LiveStats>,
+    writer: &SyncSender<WriterMsg>,
+) {
+    loop {
+        let Ok(mut st) = stats.lock() else { return };
+        let mut n = 0;
+        while n < CHUNK {
+            let Some(item) = ring.next() else { break };
+            n += 1;
+            let record = match decode(&item, clock) {
+                Ok(r) => r,
+                Err(_) => {
+                    st.other_drops += 1;
+                    continue;
+                }
+            };
+            let (pid, ts) = match &record {
+                Record::Cuda(c) => (c.pid, c.ts_ns),
+                Record::Host(h) | Record::Proc(h, _) => (h.pid, h.ts_ns),
+                Record::MapExec { pid, ts_ns } => (*pid, *ts_ns),
+            };
+            if seen.insert(pid) {
+                st.processes += 1;
+                notify(notices, &mut st, Notice::Seen { pid, ts_ns: ts });
+            }
+            match record {
+                Record::Cuda(c) => {
+                    st.add_cuda(&c);
+                    batch.push(Event::Cuda(c));
+                }
+                Record::Host(h) => {
+                    st.add_host(&h);
+                    batch.push(Event::Host(h));
+                }
+                Record::Proc(h, comm) => {
+                    st.add_host(&h);
+                    let notice = match h.kind {
+                        HostKind::Fork => Notice::Fork {
+                            parent: h.pid,
+                            child: h.arg as i32,
+                            comm,
+                            ts_ns: h.ts_ns,
+                        },
+                        HostKind::Exec => Notice::Exec {
+                            pid: h.pid,
+                            comm,
+                            ts_ns: h.ts_ns,
+                        },
+                        _ => Notice::Exit {
+                            pid: h.pid,
+                            ts_ns: h.ts_ns,
+                        },
+                    };
+                    notify(notices, &mut st, notice);
+                    batch.push(Event::Host(h));
+                }
+                Record::MapExec { pid, .. } => notify(notices, &mut st, Notice::Rescan { pid }),
+            }
+        }
+        drop(st);
+        if batch.len() >= MAX_BATCH {
+            let full = std::mem::replace(batch, Vec::with_capacity(CHUNK));
+            if writer.send(WriterMsg::Events(full)).is_err() {
+                return;
+            }
+        }
+        if n < CHUNK {
+            return;
+        }
+    }
+}

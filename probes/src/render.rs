@@ -1,0 +1,230 @@
+//! Plain-text views of a capture for terminals: the live table, the final
+//! summary, and the `ingero check` report.
+
+use crate::preflight::{CheckReport, CheckStatus};
+use crate::status::{CaptureStatus, CaptureSummary, StopReason};
+use std::fmt::Write;
+
+/// Human form of a duration in ns: `850ns`, `12.3us`, `4.56ms`, `1.23s`.
+pub fn duration(ns: u64) -> String {
+    let f = ns as f64;
+    if ns < 1_000 {
+        format!("{ns}ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1}us", f / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2}ms", f / 1e6)
+    } else {
+        format!("{:.2}s", f / 1e9)
+    }
+}
+
+/// Integer with thousands separators.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut rev = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().rev().enumerate() {
+        if i > 0 && i % 3 == 0 {
+            rev.push(',');
+        }
+        rev.push(c);
+    }
+    rev.chars().rev().collect()
+}
+
+/// The live table: header line, per-op latency rows, host event counts.
+pub fn table(s: &CaptureStatus) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "ingero trace  {:.1}s  events {}  written {}  drops {}  processes {}",
+        s.elapsed_ms as f64 / 1000.0,
+        count(s.events),
+        count(s.events_written),
+        count(s.drops),
+        s.processes
+    );
+    let _ = writeln!(
+        out,
+        "{:<24} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "CUDA OP", "COUNT", "P50", "P95", "P99", "MAX", "TOTAL"
+    );
+    if s.ops.is_empty() {
+        let _ = writeln!(out, "  (no CUDA calls yet)");
+    }
+    for o in &s.ops {
+        let _ = writeln!(
+            out,
+            "{:<24} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            o.name,
+            count(o.count),
+            duration(o.p50_ns),
+            duration(o.p95_ns),
+            duration(o.p99_ns),
+            duration(o.max_ns),
+            duration(o.total_ns)
+        );
+    }
+    let _ = writeln!(out, "{:<24} {:>10} {:>9}", "HOST EVENT", "COUNT", "TOTAL");
+    if s.host.is_empty() {
+        let _ = writeln!(out, "  (no host events yet)");
+    }
+    for h in &s.host {
+        let total = if h.total_ns > 0 {
+            duration(h.total_ns)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(out, "{:<24} {:>10} {:>9}", h.kind, count(h.count), total);
+    }
+    if s.libraries.is_empty() {
+        let _ = writeln!(
+            out,
+            "libraries: none probed yet (waiting for CUDA to be loaded)"
+        );
+    } else {
+        let _ = writeln!(out, "libraries: {}", s.libraries.join(", "));
+    }
+    out
+}
+
+/// The final report printed when a capture ends.
+pub fn summary(s: &CaptureSummary) -> String {
+    let mut out = table(&s.status);
+    let why = match s.reason {
+        StopReason::Requested => "stopped on request",
+        StopReason::Duration => "duration elapsed",
+        StopReason::TargetExited => "traced process exited",
+    };
+    let _ = write!(
+        out,
+        "capture ended: {why}; {} events in {} (session {})",
+        count(s.status.events_written),
+        s.status.db.display(),
+        s.session_id
+    );
+    if let Some(code) = s.command_exit {
+        let _ = write!(out, "; command exit status {code}");
+    }
+    out.push('\n');
+    if s.status.drops > 0 {
+        let _ = writeln!(
+            out,
+            "warning: {} events were lost (ring buffer full); see capture_losses in the database",
+            count(s.status.drops)
+        );
+    }
+    if let Some(e) = &s.status.error {
+        let _ = writeln!(out, "error: {e}");
+    }
+    out
+}
+
+/// The `ingero check` report, one line per check plus fixes.
+pub fn check(r: &CheckReport) -> String {
+    let mut out = String::new();
+    for i in &r.items {
+        let tag = match i.status {
+            CheckStatus::Ok => "ok  ",
+            CheckStatus::Warn => "warn",
+            CheckStatus::Fail => "FAIL",
+        };
+        let _ = writeln!(out, "[{tag}] {:<15} {}", i.name, i.detail);
+        if let (Some(fix), false) = (&i.fix, i.status == CheckStatus::Ok) {
+            let _ = writeln!(out, "       {:<15} fix: {fix}", "");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        if r.ready {
+            "capture can run on this machine"
+        } else {
+            "capture cannot run until the FAIL items are fixed"
+        }
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preflight::CheckItem;
+    use crate::status::{CaptureState, HostStatus, OpStatus};
+
+    fn status() -> CaptureStatus {
+        CaptureStatus {
+            state: CaptureState::Running,
+            elapsed_ms: 1500,
+            events: 1234,
+            cuda_calls: 1000,
+            host_events: 234,
+            events_written: 1200,
+            drops: 0,
+            ops: vec![OpStatus {
+                name: "cudaLaunchKernel".into(),
+                count: 1000,
+                p50_ns: 12_300,
+                p95_ns: 45_000,
+                p99_ns: 1_200_000,
+                max_ns: 2_000_000_000,
+                total_ns: 15_000_000,
+                bytes: 0,
+                errors: 0,
+            }],
+            host: vec![HostStatus {
+                kind: "sched_switch".into(),
+                count: 234,
+                total_ns: 0,
+            }],
+            libraries: vec!["/x/libcudart.so.13".into()],
+            processes: 2,
+            db: "t.db".into(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn formats_numbers() {
+        assert_eq!(duration(850), "850ns");
+        assert_eq!(duration(12_300), "12.3us");
+        assert_eq!(duration(4_560_000), "4.56ms");
+        assert_eq!(duration(1_230_000_000), "1.23s");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(count(12), "12");
+    }
+
+    #[test]
+    fn table_lists_ops_and_host_events() {
+        let t = table(&status());
+        assert!(t.contains("cudaLaunchKernel"));
+        assert!(t.contains("12.3us") && t.contains("1.20ms") && t.contains("2.00s"));
+        assert!(t.contains("sched_switch"));
+        assert!(t.contains("events 1,234"));
+        let s = summary(&CaptureSummary {
+            status: status(),
+            session_id: 1,
+            started_ns: 0,
+            stopped_ns: 1,
+            reason: StopReason::Duration,
+            command_exit: Some(0),
+        });
+        assert!(s.contains("duration elapsed") && s.contains("command exit status 0"));
+    }
+
+    #[test]
+    fn check_report_shows_fixes_for_problems() {
+        let r = CheckReport {
+            items: vec![CheckItem {
+                name: "tracefs".into(),
+                status: CheckStatus::Fail,
+                detail: "not mounted".into(),
+                fix: Some("mount -t tracefs nodev /sys/kernel/tracing".into()),
+            }],
+            ready: false,
+        };
+        let text = check(&r);
+        assert!(text.contains("[FAIL] tracefs") && text.contains("fix: mount -t tracefs"));
+        assert!(text.contains("cannot run"));
+    }
+}

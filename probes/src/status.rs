@@ -1,0 +1,202 @@
+//! Live counters shared by the capture threads, and the serialisable status
+//! and summary views the CLI and the MCP server show.
+
+use crate::histogram::Histogram;
+use ingero_store::catalog::{cuda_op, HostKind};
+use ingero_store::{CudaCall, HostEvent};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Where a capture is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureState {
+    /// Probes attached, events flowing.
+    Running,
+    /// Stop requested; draining and writing the last batch.
+    Stopping,
+    /// Finished; the database is complete.
+    Stopped,
+    /// Ended by an error (see `error`).
+    Failed,
+}
+
+/// Statistics of one CUDA function.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct OpStatus {
+    /// Function name.
+    pub name: String,
+    /// Completed calls.
+    pub count: u64,
+    /// Median duration, ns.
+    pub p50_ns: u64,
+    /// 95th percentile duration, ns.
+    pub p95_ns: u64,
+    /// 99th percentile duration, ns.
+    pub p99_ns: u64,
+    /// Longest call, ns.
+    pub max_ns: u64,
+    /// Time spent in the function, ns.
+    pub total_ns: u64,
+    /// Bytes moved or allocated.
+    pub bytes: u64,
+    /// Calls that returned an error code.
+    pub errors: u64,
+}
+
+/// Count of one kind of host event.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct HostStatus {
+    /// Event kind (tracepoint name).
+    pub kind: String,
+    /// Events seen.
+    pub count: u64,
+    /// Sum of durations (off-CPU time for switches), ns.
+    pub total_ns: u64,
+}
+
+/// A point-in-time view of a capture.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CaptureStatus {
+    /// Life-cycle state.
+    pub state: CaptureState,
+    /// Time since the capture started, ms.
+    pub elapsed_ms: u64,
+    /// Events received from the kernel.
+    pub events: u64,
+    /// Of which CUDA calls.
+    pub cuda_calls: u64,
+    /// Of which host events.
+    pub host_events: u64,
+    /// Events committed to the database.
+    pub events_written: u64,
+    /// Events lost (kernel ring buffer full, in-flight table full, undecodable).
+    pub drops: u64,
+    /// Per CUDA function, busiest first.
+    pub ops: Vec<OpStatus>,
+    /// Per host event kind.
+    pub host: Vec<HostStatus>,
+    /// CUDA library files probed.
+    pub libraries: Vec<String>,
+    /// Processes seen in events.
+    pub processes: u64,
+    /// Trace database being written.
+    pub db: PathBuf,
+    /// What went wrong, when state is `failed`.
+    pub error: Option<String>,
+}
+
+/// What a finished capture produced.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CaptureSummary {
+    /// Final counters.
+    pub status: CaptureStatus,
+    /// Session id inside the database.
+    pub session_id: i64,
+    /// Start, epoch ns.
+    pub started_ns: i64,
+    /// Stop, epoch ns.
+    pub stopped_ns: i64,
+    /// Why the capture ended.
+    pub reason: StopReason,
+    /// Exit status of the traced command (launched captures only).
+    pub command_exit: Option<i32>,
+}
+
+/// Why a capture ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `stop()` was called (or Ctrl-C).
+    Requested,
+    /// The configured duration elapsed.
+    Duration,
+    /// The traced command or process exited.
+    TargetExited,
+}
+
+#[derive(Debug, Default)]
+struct OpAcc {
+    hist: Histogram,
+    total_ns: u64,
+    bytes: u64,
+    errors: u64,
+}
+
+/// Running totals, updated by the poller once per drained batch.
+#[derive(Debug, Default)]
+pub struct LiveStats {
+    ops: BTreeMap<u16, OpAcc>,
+    host: BTreeMap<u8, (u64, u64)>,
+    pub(crate) cuda: u64,
+    pub(crate) hosts: u64,
+    pub(crate) kernel_drops: u64,
+    pub(crate) other_drops: u64,
+    pub(crate) processes: u64,
+}
+
+impl LiveStats {
+    /// Counts one CUDA call.
+    pub fn add_cuda(&mut self, c: &CudaCall) {
+        let acc = self.ops.entry(c.op_id).or_default();
+        let dur = c.dur_ns.max(0) as u64;
+        acc.hist.record(dur);
+        acc.total_ns += dur;
+        acc.bytes += c.bytes.max(0) as u64;
+        if c.ret != 0 {
+            acc.errors += 1;
+        }
+        self.cuda += 1;
+    }
+
+    /// Counts one host event.
+    pub fn add_host(&mut self, h: &HostEvent) {
+        let e = self.host.entry(h.kind.id()).or_default();
+        e.0 += 1;
+        e.1 += h.dur_ns.max(0) as u64;
+        self.hosts += 1;
+    }
+
+    /// Per-op view, busiest first.
+    pub fn ops(&self) -> Vec<OpStatus> {
+        let mut v: Vec<OpStatus> = self
+            .ops
+            .iter()
+            .map(|(id, a)| OpStatus {
+                name: cuda_op(*id)
+                    .map(|o| o.name.to_string())
+                    .unwrap_or_else(|| format!("op{id}")),
+                count: a.hist.count(),
+                p50_ns: a.hist.quantile(0.50),
+                p95_ns: a.hist.quantile(0.95),
+                p99_ns: a.hist.quantile(0.99),
+                max_ns: a.hist.max(),
+                total_ns: a.total_ns,
+                bytes: a.bytes,
+                errors: a.errors,
+            })
+            .collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));
+        v
+    }
+
+    /// Per-kind host view in kind order.
+    pub fn host(&self) -> Vec<HostStatus> {
+        self.host
+            .iter()
+            .map(|(id, (count, total))| HostStatus {
+                kind: HostKind::from_id(*id as i64)
+                    .map(|k| k.name().to_string())
+                    .unwrap_or_else(|| format!("kind{id}")),
+                count: *count,
+                total_ns: *total,
+            })
+            .collect()
+    }
+
+    /// All losses so far.
+    pub fn drops(&self) -> u64 {
+        self.kernel_drops + self.other_drops
+    }
+}

@@ -1,0 +1,24 @@
+//! `ingero check`: can this machine capture? Kernel, BTF, permissions,
+//! tracefs, bpffs, CUDA libraries and GPU driver, each with a fix.
+
+/// Check the machine for capture.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the report; fails (nonzero exit) when capture cannot work.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let report = ingero_probes::preflight();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", ingero_probes::render::check(&report));
+    }
+    if !report.ready {
+        anyhow::bail!("capture cannot work on this machine: fix the FAIL items above");
+    }
+    Ok(())
+}

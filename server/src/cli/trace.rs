@@ -1,0 +1,198 @@
+//! `ingero trace`: record CUDA calls and host events of a process, a command
+//! or the whole machine into a trace database, with a live table on stderr.
+
+use anyhow::Context;
+use ingero_probes::{render, start, CaptureConfig, Target};
+use ingero_store::RawPolicy;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Record a trace.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Trace this running process and every process it forks from now on.
+    #[arg(long, conflicts_with_all = ["cmd", "all", "command"])]
+    pid: Option<i32>,
+    /// Run this command under the trace, e.g. --cmd "python train.py --epochs 1".
+    #[arg(long, conflicts_with_all = ["all", "command"])]
+    cmd: Option<String>,
+    /// Trace every process on the machine.
+    #[arg(long, conflicts_with = "command")]
+    all: bool,
+    /// Stop after this long (30s, 5m, 1h); default: until Ctrl-C or the target exits.
+    #[arg(long)]
+    duration: Option<String>,
+    /// Trace database to write (created, or extended with a new session).
+    #[arg(long, default_value = "ingero.db")]
+    db: PathBuf,
+    /// Extra CUDA library to probe (repeatable), for libraries outside the usual places.
+    #[arg(long = "lib", value_name = "PATH")]
+    libs: Vec<PathBuf>,
+    /// Fail at start when no CUDA library is found.
+    #[arg(long)]
+    require_cuda: bool,
+    /// Keep at most N raw rows per second, process and op (slow calls always kept);
+    /// aggregates still count every event.
+    #[arg(long, value_name = "N")]
+    sample: Option<u32>,
+    /// No live table, even on a terminal.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the final summary as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Command to run, after `--` (alternative to --cmd).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// Splits a command line on whitespace, honouring '…', "…" and backslash escapes
+/// (no variable or glob expansion).
+fn split_command(line: &str) -> anyhow::Result<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => cur.push(x),
+                        None => anyhow::bail!("unterminated ' in --cmd"),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(x) => cur.push(x),
+                            None => anyhow::bail!("unterminated \" in --cmd"),
+                        },
+                        Some(x) => cur.push(x),
+                        None => anyhow::bail!("unterminated \" in --cmd"),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(x) = chars.next() {
+                    cur.push(x);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+fn target(args: &Args) -> anyhow::Result<Target> {
+    if let Some(pid) = args.pid {
+        return Ok(Target::Pid(pid));
+    }
+    if let Some(cmd) = &args.cmd {
+        let argv = split_command(cmd)?;
+        anyhow::ensure!(!argv.is_empty(), "--cmd is empty: give the program to run");
+        return Ok(Target::Command(argv));
+    }
+    if !args.command.is_empty() {
+        return Ok(Target::Command(args.command.clone()));
+    }
+    if args.all {
+        return Ok(Target::AllProcesses);
+    }
+    anyhow::bail!("say what to trace: --pid PID, --cmd \"COMMAND\", -- COMMAND..., or --all")
+}
+
+/// Runs the capture until it ends, showing the live table, then prints the summary.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut config = CaptureConfig::new(target(&args)?, args.db.clone());
+    if let Some(d) = &args.duration {
+        let ns = ingero_store::parse_duration_ns(d)?;
+        config.duration = Some(Duration::from_nanos(ns.max(0) as u64));
+    }
+    config.libraries = args.libs.clone();
+    config.require_cuda_library = args.require_cuda;
+    if let Some(n) = args.sample {
+        config.raw = RawPolicy::Sampled {
+            per_second: n,
+            always_keep_ns: 1_000_000,
+        };
+    }
+    let handle = start(config)?;
+    let stopper = handle.stopper();
+    ctrlc::set_handler(move || stopper.stop()).context("installing the Ctrl-C handler")?;
+
+    let live = !args.quiet && std::io::stderr().is_terminal();
+    let mut drawn_lines = 0usize;
+    let mut next_draw = Instant::now();
+    while !handle.is_finished() {
+        if live && Instant::now() >= next_draw {
+            let frame = render::table(&handle.status());
+            let mut err = std::io::stderr().lock();
+            if drawn_lines > 0 {
+                // Move up over the previous frame and clear it.
+                let _ = write!(err, "\x1b[{drawn_lines}A\x1b[J");
+            }
+            let _ = err.write_all(frame.as_bytes());
+            let _ = err.flush();
+            drawn_lines = frame.lines().count();
+            next_draw = Instant::now() + Duration::from_secs(1);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let summary = handle.wait()?;
+    if live && drawn_lines > 0 {
+        let _ = write!(std::io::stderr(), "\x1b[{drawn_lines}A\x1b[J");
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", render::summary(&summary));
+    }
+    if let Some(e) = &summary.status.error {
+        anyhow::bail!("the trace database is incomplete: {e}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell_without_expansion() {
+        assert_eq!(
+            split_command(r#"python "train one.py" --lr 0.1 'a b' c\ d $HOME"#).unwrap(),
+            vec![
+                "python",
+                "train one.py",
+                "--lr",
+                "0.1",
+                "a b",
+                "c d",
+                "$HOME"
+            ]
+        );
+        assert!(split_command("python 'oops").is_err());
+        assert!(split_command("   ").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,66 @@
+/*
+ * Controllable work inside the stand-in CUDA libraries.
+ *
+ * INGERO_STANDIN_US       microseconds each call spends (default 0)
+ * INGERO_STANDIN_SYNC_US  microseconds each synchronize call spends
+ *                         (default: INGERO_STANDIN_US)
+ *
+ * The time is spent spinning on CLOCK_MONOTONIC, like a driver polling the
+ * GPU, so the call stays on-CPU and its duration is exact.
+ */
+#ifndef STANDIN_DELAY_H
+#define STANDIN_DELAY_H
+
+#include <stdlib.h>
+#include <time.h>
+
+static long standin_env_us(const char *name, long fallback)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return fallback;
+	return strtol(v, NULL, 10);
+}
+
+static long standin_call_us = -1;
+static long standin_sync_us = -1;
+
+static void standin_load(void)
+{
+	if (standin_call_us < 0) {
+		standin_call_us = standin_env_us("INGERO_STANDIN_US", 0);
+		standin_sync_us = standin_env_us("INGERO_STANDIN_SYNC_US", standin_call_us);
+	}
+}
+
+static long long standin_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void standin_spin_us(long us)
+{
+	if (us <= 0)
+		return;
+	long long end = standin_now_ns() + (long long)us * 1000LL;
+	while (standin_now_ns() < end)
+		;
+}
+
+/* Work of an ordinary call. */
+static void standin_work(void)
+{
+	standin_load();
+	standin_spin_us(standin_call_us);
+}
+
+/* Work of a synchronize call. */
+static void standin_sync(void)
+{
+	standin_load();
+	standin_spin_us(standin_sync_us);
+}
+
+#endif

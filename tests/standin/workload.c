@@ -1,0 +1,231 @@
+/*
+ * A training-loop-shaped program for testing ingero capture against the
+ * stand-in CUDA libraries, which it loads with dlopen (as PyTorch does).
+ *
+ *   workload [options]
+ *     --lib-dir DIR      where libcudart.so.13 and libcuda.so.1 are
+ *                        (default: the directory of this executable)
+ *     --iters N          loop iterations (default 100)
+ *     --workers W        forked CPU/memory hogs competing with the loop (default 0)
+ *     --worker-ms MS     how long each worker runs (default 300)
+ *     --pids FILE        write "parent PID" and "worker PID" lines here
+ *     --wait-ms MS       sleep after loading the libraries, before any call
+ *     --stdin            after loading the libraries, wait for a line on stdin
+ *     --bench N          time N cudaLaunchKernel calls and print ns per call
+ *
+ * Per run it makes exactly: before the loop cudaMalloc, cudaMallocHost,
+ * cudaHostAlloc, cuMemAlloc_v2 (1 each); per iteration cudaMemcpyAsync,
+ * cudaLaunchKernel, cuLaunchKernel, cudaStreamSynchronize (1 each); after the
+ * loop cudaMemcpy x2 (HtoD then DtoH), cuMemcpyHtoDAsync_v2,
+ * cuMemcpyDtoHAsync_v2, cuStreamSynchronize, cuCtxSynchronize,
+ * cudaDeviceSynchronize, cudaEventSynchronize, cuMemFree_v2, cudaFree (1 each).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct { unsigned int x, y, z; } dim3;
+typedef int (*fn_malloc)(void **, size_t);
+typedef int (*fn_hostalloc)(void **, size_t, unsigned int);
+typedef int (*fn_free)(void *);
+typedef int (*fn_memcpy)(void *, const void *, size_t, int);
+typedef int (*fn_memcpy_async)(void *, const void *, size_t, int, void *);
+typedef int (*fn_launch)(const void *, dim3, dim3, void **, size_t, void *);
+typedef int (*fn_sync_handle)(void *);
+typedef int (*fn_sync)(void);
+typedef int (*fn_cu_alloc)(uint64_t *, size_t);
+typedef int (*fn_cu_free)(uint64_t);
+typedef int (*fn_cu_htod_async)(uint64_t, const void *, size_t, void *);
+typedef int (*fn_cu_dtoh_async)(void *, uint64_t, size_t, void *);
+typedef int (*fn_cu_launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+			    unsigned, unsigned, void *, void **, void **);
+
+#define STREAM ((void *)0x5157)
+#define EVENT ((void *)0xe7e7)
+#define HTOD 1
+#define DTOH 2
+
+static void *sym(void *lib, const char *name)
+{
+	void *p = dlsym(lib, name);
+	if (!p) {
+		fprintf(stderr, "workload: missing symbol %s\n", name);
+		exit(70);
+	}
+	return p;
+}
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A competing process: spins and faults in fresh pages until `ms` elapse. */
+static void worker(long ms)
+{
+	long long end = now_ns() + ms * 1000000LL;
+	size_t len = 4u << 20;
+	volatile unsigned long sink = 0;
+	while (now_ns() < end) {
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p != MAP_FAILED) {
+			for (size_t off = 0; off < len; off += 4096)
+				p[off] = (char)off;
+			munmap(p, len);
+		}
+		for (int i = 0; i < 200000; i++)
+			sink += (unsigned long)i;
+	}
+	_exit(3);
+}
+
+int main(int argc, char **argv)
+{
+	char dir[PATH_MAX] = "";
+	long iters = 100, workers = 0, worker_ms = 300, wait_ms = 0, bench = 0;
+	int wait_stdin = 0;
+	const char *pids_path = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--stdin")) {
+			wait_stdin = 1;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "workload: %s needs a value\n", a);
+			return 64;
+		}
+		i++;
+		if (!strcmp(a, "--lib-dir"))
+			snprintf(dir, sizeof(dir), "%s", v);
+		else if (!strcmp(a, "--iters"))
+			iters = atol(v);
+		else if (!strcmp(a, "--workers"))
+			workers = atol(v);
+		else if (!strcmp(a, "--worker-ms"))
+			worker_ms = atol(v);
+		else if (!strcmp(a, "--pids"))
+			pids_path = v;
+		else if (!strcmp(a, "--wait-ms"))
+			wait_ms = atol(v);
+		else if (!strcmp(a, "--bench"))
+			bench = atol(v);
+		else {
+			fprintf(stderr, "workload: unknown option %s\n", a);
+			return 64;
+		}
+	}
+	if (!dir[0]) {
+		char exe[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n <= 0)
+			return 71;
+		exe[n] = 0;
+		snprintf(dir, sizeof(dir), "%s", dirname(exe));
+	}
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/libcudart.so.13", dir);
+	void *rt = dlopen(path, RTLD_NOW);
+	snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
+	void *drv = dlopen(path, RTLD_NOW);
+	if (!rt || !drv) {
+		fprintf(stderr, "workload: %s\n", dlerror());
+		return 73;
+	}
+	if (wait_ms > 0)
+		usleep((useconds_t)(wait_ms * 1000));
+	if (wait_stdin) {
+		char line[64];
+		if (!fgets(line, sizeof(line), stdin))
+			return 72;
+	}
+
+	fn_malloc cudaMalloc = (fn_malloc)sym(rt, "cudaMalloc");
+	fn_malloc cudaMallocHost = (fn_malloc)sym(rt, "cudaMallocHost");
+	fn_hostalloc cudaHostAlloc = (fn_hostalloc)sym(rt, "cudaHostAlloc");
+	fn_free cudaFree = (fn_free)sym(rt, "cudaFree");
+	fn_memcpy cudaMemcpy = (fn_memcpy)sym(rt, "cudaMemcpy");
+	fn_memcpy_async cudaMemcpyAsync = (fn_memcpy_async)sym(rt, "cudaMemcpyAsync");
+	fn_launch cudaLaunchKernel = (fn_launch)sym(rt, "cudaLaunchKernel");
+	fn_sync_handle cudaStreamSynchronize = (fn_sync_handle)sym(rt, "cudaStreamSynchronize");
+	fn_sync_handle cudaEventSynchronize = (fn_sync_handle)sym(rt, "cudaEventSynchronize");
+	fn_sync cudaDeviceSynchronize = (fn_sync)sym(rt, "cudaDeviceSynchronize");
+	fn_cu_alloc cuMemAlloc = (fn_cu_alloc)sym(drv, "cuMemAlloc_v2");
+	fn_cu_free cuMemFree = (fn_cu_free)sym(drv, "cuMemFree_v2");
+	fn_cu_htod_async cuMemcpyHtoDAsync = (fn_cu_htod_async)sym(drv, "cuMemcpyHtoDAsync_v2");
+	fn_cu_dtoh_async cuMemcpyDtoHAsync = (fn_cu_dtoh_async)sym(drv, "cuMemcpyDtoHAsync_v2");
+	fn_cu_launch cuLaunchKernel = (fn_cu_launch)sym(drv, "cuLaunchKernel");
+	fn_sync_handle cuStreamSynchronize = (fn_sync_handle)sym(drv, "cuStreamSynchronize");
+	fn_sync cuCtxSynchronize = (fn_sync)sym(drv, "cuCtxSynchronize");
+
+	dim3 grid = { 4, 2, 1 }, block = { 128, 1, 1 };
+	if (bench > 0) {
+		long long t0 = now_ns();
+		for (long i = 0; i < bench; i++)
+			cudaLaunchKernel((const void *)main, grid, block, NULL, 0, STREAM);
+		long long t1 = now_ns();
+		printf("%.1f\n", (double)(t1 - t0) / (double)bench);
+		return 0;
+	}
+
+	pid_t kids[64];
+	long nkids = workers < 64 ? workers : 64;
+	for (long w = 0; w < nkids; w++) {
+		kids[w] = fork();
+		if (kids[w] == 0)
+			worker(worker_ms);
+	}
+
+	void *d = NULL, *h = NULL, *h2 = NULL;
+	uint64_t dp = 0;
+	cudaMalloc(&d, 1 << 20);
+	cudaMallocHost(&h, 8192);
+	cudaHostAlloc(&h2, 16384, 0);
+	cuMemAlloc(&dp, 2 << 20);
+	for (long i = 0; i < iters; i++) {
+		cudaMemcpyAsync(d, h, 4096, HTOD, STREAM);
+		cudaLaunchKernel((const void *)main, grid, block, NULL, 0, STREAM);
+		cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, STREAM, NULL, NULL);
+		cudaStreamSynchronize(STREAM);
+	}
+	cudaMemcpy(d, h, 8192, HTOD);
+	cudaMemcpy(h, d, 8192, DTOH);
+	cuMemcpyHtoDAsync(dp, h, 4096, STREAM);
+	cuMemcpyDtoHAsync(h, dp, 4096, STREAM);
+	cuStreamSynchronize(STREAM);
+	cuCtxSynchronize();
+	cudaDeviceSynchronize();
+	cudaEventSynchronize(EVENT);
+	cuMemFree(dp);
+	cudaFree(d);
+
+	int bad = 0;
+	for (long w = 0; w < nkids; w++) {
+		int st = 0;
+		if (waitpid(kids[w], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 3)
+			bad = 1;
+	}
+	if (pids_path) {
+		FILE *f = fopen(pids_path, "w");
+		if (!f)
+			return 74;
+		fprintf(f, "parent %d\n", (int)getpid());
+		for (long w = 0; w < nkids; w++)
+			fprintf(f, "worker %d\n", (int)kids[w]);
+		fclose(f);
+	}
+	return bad ? 75 : 0;
+}
