@@ -104,13 +104,21 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
             let tid = u32_at(b, 12) as i32;
             let ts_ns = clock.to_epoch(u64_at(b, 16));
             if tag == REC_HOST {
+                let raw_arg = u64_at(b, 32) as i64;
+                // The kernel side reports prev_state for switches (0 = still
+                // runnable); the store wants 1 = preempted, 0 = blocked.
+                let arg = if kind == HostKind::SchedSwitch {
+                    (raw_arg == 0) as i64
+                } else {
+                    raw_arg
+                };
                 Ok(Record::Host(HostEvent {
                     ts_ns,
                     pid,
                     tid,
                     kind,
                     dur_ns: u64_at(b, 24) as i64,
-                    arg: u64_at(b, 32) as i64,
+                    arg,
                     cpu,
                 }))
             } else {

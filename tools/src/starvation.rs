@@ -108,7 +108,16 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
         }
     }
     let known = switches > 0 && flagged == switches;
+    let off_raw = off;
     let off = off.min(wall - api).max(0);
+    // Off-CPU stretches can overlap CUDA calls (preempted inside a call); the
+    // breakdown counts only what fits outside them, and scales the run-queue
+    // share the same way so the parts stay consistent.
+    let rq_wait = if off_raw > 0 {
+        (rq_wait as f64 * off as f64 / off_raw as f64) as i64
+    } else {
+        0
+    };
     let host = (wall - api - off).max(0);
     let pid_switches = ds.host_totals(HostKind::SchedSwitch, Some(pid));
     let mut basis = format!(

@@ -1,0 +1,70 @@
+//! End to end on this machine, as root: `ingero trace` on a workload that
+//! calls the stand-in CUDA libraries while its forked workers saturate the
+//! CPU, then `ingero explain` on the database it wrote.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn ingero() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ingero"))
+}
+
+fn build_standins(out: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/standin");
+    let status = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(&src)
+        .arg(format!("OUT={}", out.display()))
+        .status()
+        .expect("make (install make and a C compiler)");
+    assert!(status.success(), "building the stand-in libraries failed");
+    out.join("workload")
+}
+
+#[test]
+fn explain_names_cpu_contention_in_a_real_capture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workload = build_standins(&dir.path().join("standin"));
+    let db = dir.path().join("trace.db");
+    let out = ingero()
+        .env("INGERO_STANDIN_US", "200")
+        .args(["trace", "--quiet", "--db"])
+        .arg(&db)
+        .arg("--")
+        .arg(&workload)
+        .args(["--iters", "1500", "--workers", "6", "--worker-ms", "4000"])
+        .output()
+        .expect("run ingero trace");
+    assert!(
+        out.status.success(),
+        "trace failed (run as root): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ingero()
+        .args(["explain", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .expect("run ingero explain");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let top = &v["chains"]["chains"][0];
+    let cause = top["cause"].as_str().unwrap_or_default();
+    assert!(
+        cause == "dataloader_worker_contention" || cause == "cpu_contention",
+        "top chain is {cause}: {}",
+        top["summary"]
+    );
+    // The culprits are the forked workers, the victim the process calling CUDA.
+    let victim = top["victim_pid"].as_i64().expect("victim");
+    let culprits = top["culprit_pids"].as_array().expect("culprits");
+    assert!(culprits.len() >= 6, "{culprits:?}");
+    assert!(culprits.iter().all(|c| c.as_i64() != Some(victim)));
+    // Preemptions of the GPU thread are recorded as such.
+    let steps = top["steps"].to_string();
+    assert!(steps.contains("preemptions"), "{steps}");
+}
