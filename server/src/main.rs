@@ -3,6 +3,7 @@
 
 mod cli;
 mod exit;
+mod mcp;
 
 use clap::{Parser, Subcommand};
 
@@ -22,6 +23,8 @@ enum Command {
     Query(cli::query::Args),
     /// Write a deterministic synthetic trace database for a known scenario.
     Demo(cli::demo::Args),
+    /// Serve trace databases to AI assistants over MCP (stdio, or HTTP with --http).
+    Mcp(cli::mcp::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +33,7 @@ fn main() -> std::process::ExitCode {
         Command::Explain(args) => cli::explain::run(args),
         Command::Query(args) => cli::query::run(args),
         Command::Demo(args) => cli::demo::run(args),
+        Command::Mcp(args) => cli::mcp::run(args),
     };
     exit::report(result)
 }

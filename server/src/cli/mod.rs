@@ -2,4 +2,5 @@
 
 pub mod demo;
 pub mod explain;
+pub mod mcp;
 pub mod query;

@@ -1,0 +1,253 @@
+//! Analysis tools: thin adapters from MCP arguments to `ingero-tools`
+//! functions. No analysis happens here.
+
+use super::server::{failure, structured, IngeroMcp};
+use ingero_store::{parse_duration_ns, TimeWindow};
+use ingero_tools::chains::{causal_chains, ChainReport};
+use ingero_tools::events::{query_events, EventPage, EventQuery};
+use ingero_tools::processes::{per_process, ProcessBreakdown};
+use ingero_tools::stats::{op_stats, OpStatsReport};
+use ingero_tools::timeline::{timeline, Timeline};
+use ingero_tools::{Scope, ToolError};
+use rmcp::handler::server::tool::schema_for_output;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, ErrorData, RoleServer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Largest page `get_events` returns.
+pub const MAX_EVENT_LIMIT: u32 = 1_000;
+/// Page size when none is given.
+pub const DEFAULT_EVENT_LIMIT: u32 = 100;
+
+/// Window, process and database shared by the analysis tools.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ScopeArgs {
+    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m", "1h30m". Whole capture when absent.
+    pub since: Option<String>,
+    /// Drop the end of the capture: a duration before its end, e.g. "10s". Up to the end when absent.
+    pub until: Option<String>,
+    /// Only this process id.
+    pub pid: Option<i32>,
+    /// Database to read (a name from list_databases); the session's current database when absent.
+    pub db: Option<String>,
+}
+
+/// Arguments of `get_timeline`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct TimelineArgs {
+    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m". Whole capture when absent.
+    pub since: Option<String>,
+    /// Drop the end of the capture: a duration before its end, e.g. "10s".
+    pub until: Option<String>,
+    /// Only this process id.
+    pub pid: Option<i32>,
+    /// Database to read (a name from list_databases); the session's current database when absent.
+    pub db: Option<String>,
+    /// Bucket width, e.g. "1s" or "100ms"; chosen from the window length when absent.
+    pub bucket: Option<String>,
+}
+
+/// Arguments of `get_events`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct EventsArgs {
+    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m".
+    pub since: Option<String>,
+    /// Drop the end of the capture: a duration before its end, e.g. "10s".
+    pub until: Option<String>,
+    /// Only this process id.
+    pub pid: Option<i32>,
+    /// Database to read (a name from list_databases); the session's current database when absent.
+    pub db: Option<String>,
+    /// Only this CUDA op (e.g. "cudaStreamSynchronize") or host event kind (e.g. "sched_switch").
+    pub op: Option<String>,
+    /// Page size (default 100, at most 1000).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u32>,
+    /// Events to skip, for paging.
+    pub offset: Option<u32>,
+}
+
+/// Turns the window strings into a [`Scope`].
+fn scope_of(
+    since: Option<&str>,
+    until: Option<&str>,
+    pid: Option<i32>,
+) -> Result<Scope, CallToolResult> {
+    let window = TimeWindow::parse(since, until).map_err(|e| failure(e.to_string()))?;
+    Ok(Scope { window, pid })
+}
+
+/// Maps an analysis outcome to a tool result.
+fn finish<T: Serialize>(
+    outcome: Result<Result<T, ToolError>, CallToolResult>,
+    what: &str,
+) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Err(tool_err) => Ok(tool_err),
+        Ok(Err(e)) => {
+            if !e.is_bad_input() {
+                tracing::warn!(error = %e, "{what} failed");
+            }
+            Ok(failure(e.to_string()))
+        }
+        Ok(Ok(value)) => {
+            let text = serde_json::to_string(&value).unwrap_or_default();
+            structured(&value, text)
+        }
+    }
+}
+
+macro_rules! bail_tool {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(result) => return Ok(result),
+        }
+    };
+}
+
+#[tool_router(router = analysis_router, vis = "pub(crate)")]
+impl IngeroMcp {
+    /// Per CUDA op: count, total, mean, p50/p95/p99 and max duration (and whether they are exact or estimated), plus host event totals. Start here.
+    #[tool(
+        name = "get_trace_stats",
+        annotations(title = "CUDA op statistics", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<OpStatsReport>()
+    )]
+    pub(crate) async fn get_trace_stats(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
+        let out = self
+            .run_on(pool, &ctx, "get_trace_stats", move |db| {
+                op_stats(db, &scope)
+            })
+            .await;
+        finish(out, "get_trace_stats")
+    }
+
+    /// Causal chains linking a host cause (off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies), ranked by severity.
+    #[tool(
+        name = "get_causal_chains",
+        annotations(title = "Causal chains", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<ChainReport>()
+    )]
+    pub(crate) async fn get_causal_chains(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
+        let out = self
+            .run_on(pool, &ctx, "get_causal_chains", move |db| {
+                causal_chains(db, &scope)
+            })
+            .await;
+        finish(out, "get_causal_chains")
+    }
+
+    /// Per process: CUDA calls and time, host events, off-CPU time; shows which process waits and which works.
+    #[tool(
+        name = "get_per_process_breakdown",
+        annotations(title = "Per-process breakdown", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<ProcessBreakdown>()
+    )]
+    pub(crate) async fn get_per_process_breakdown(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
+        let out = self
+            .run_on(pool, &ctx, "get_per_process_breakdown", move |db| {
+                per_process(db, &scope)
+            })
+            .await;
+        finish(out, "get_per_process_breakdown")
+    }
+
+    /// Activity per time bucket (CUDA time by class, host events): when stalls happen, periodic or not.
+    #[tool(
+        name = "get_timeline",
+        annotations(title = "Timeline", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<Timeline>()
+    )]
+    pub(crate) async fn get_timeline(
+        &self,
+        Parameters(args): Parameters<TimelineArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let bucket_ns = match args.bucket.as_deref().map(parse_duration_ns).transpose() {
+            Ok(Some(0)) => return Ok(failure("bucket must be longer than zero".into())),
+            Ok(b) => b,
+            Err(e) => return Ok(failure(e.to_string())),
+        };
+        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
+        let out = self
+            .run_on(pool, &ctx, "get_timeline", move |db| {
+                timeline(db, &scope, bucket_ns)
+            })
+            .await;
+        finish(out, "get_timeline")
+    }
+
+    /// Raw events (CUDA calls and host events), filtered by window, pid and op, newest last, paged with limit/offset.
+    #[tool(
+        name = "get_events",
+        annotations(title = "Raw events", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<EventPage>()
+    )]
+    pub(crate) async fn get_events(
+        &self,
+        Parameters(args): Parameters<EventsArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let limit = args.limit.unwrap_or(DEFAULT_EVENT_LIMIT);
+        if limit == 0 || limit > MAX_EVENT_LIMIT {
+            return Ok(failure(format!(
+                "limit must be between 1 and {MAX_EVENT_LIMIT}"
+            )));
+        }
+        let query = EventQuery {
+            scope,
+            op: args.op.clone().filter(|o| !o.trim().is_empty()),
+            limit: limit as usize,
+            offset: args.offset.unwrap_or(0) as usize,
+        };
+        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
+        let out = self
+            .run_on(pool, &ctx, "get_events", move |db| query_events(db, &query))
+            .await;
+        finish(out, "get_events")
+    }
+}
