@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 fn reference(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/reference/ingero-investigations")
+        .join("../tests/data/ingero-investigations")
         .join(name)
 }
 

@@ -1,10 +1,63 @@
-//! Placeholder for `ingero query` (written elsewhere); keeps the binary compiling.
+//! `ingero query`: raw events, filtered and paged.
+
+use anyhow::Result;
+use ingero_store::{parse_duration_ns, TimeWindow, TraceDb};
+use ingero_tools::events::{query_events, EventQuery};
+use ingero_tools::{render, Scope};
+use std::path::PathBuf;
 
 /// Arguments of `ingero query`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Trace database (ingero or Ingero format).
+    #[arg(long)]
+    db: PathBuf,
+    /// CUDA function (cudaMemcpyAsync) or host event (sched_switch, mm_page_alloc, process_fork...).
+    #[arg(long)]
+    op: Option<String>,
+    /// Only this process.
+    #[arg(long)]
+    pid: Option<i32>,
+    /// Only the last D of the capture (e.g. 30s), relative to its end.
+    #[arg(long, value_name = "D")]
+    since: Option<String>,
+    /// Only up to D before the capture's end.
+    #[arg(long, value_name = "D")]
+    until: Option<String>,
+    /// Only events lasting at least D (e.g. 1ms).
+    #[arg(long, value_name = "D")]
+    min_dur: Option<String>,
+    /// Rows to print (1-5000).
+    #[arg(long, default_value_t = 50)]
+    limit: u32,
+    /// Rows to skip.
+    #[arg(long, default_value_t = 0)]
+    offset: u64,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
 
-/// Not available in this build.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("`ingero query` is not part of this build")
+/// Runs the subcommand.
+pub fn run(args: Args) -> Result<()> {
+    let window = TimeWindow::parse(args.since.as_deref(), args.until.as_deref())?;
+    let min_dur_ns = args.min_dur.as_deref().map(parse_duration_ns).transpose()?;
+    let db = TraceDb::open(&args.db)?;
+    let query = EventQuery {
+        scope: Scope {
+            window,
+            pid: args.pid,
+        },
+        op: args.op,
+        min_dur_ns,
+        limit: args.limit,
+        offset: args.offset,
+    };
+    let page = query_events(&db, &query)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&page)?);
+    } else {
+        print!("{}", render::events_text(&page));
+    }
+    Ok(())
 }

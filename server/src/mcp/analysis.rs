@@ -5,7 +5,9 @@ use super::server::{failure, structured, IngeroMcp};
 use ingero_store::{parse_duration_ns, TimeWindow};
 use ingero_tools::chains::{causal_chains, ChainReport};
 use ingero_tools::events::{query_events, EventPage, EventQuery};
+use ingero_tools::explain::{explain, Report};
 use ingero_tools::processes::{per_process, ProcessBreakdown};
+use ingero_tools::render;
 use ingero_tools::stats::{op_stats, OpStatsReport};
 use ingero_tools::timeline::{timeline, Timeline};
 use ingero_tools::{Scope, ToolError};
@@ -66,8 +68,10 @@ pub struct EventsArgs {
     /// Page size (default 100, at most 1000).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<u32>,
-    /// Events to skip, for paging.
-    pub offset: Option<u32>,
+    /// Events to skip, for paging (use next_offset from the previous page).
+    pub offset: Option<u64>,
+    /// Only events at least this long, e.g. "1ms" (off-CPU time for sched_switch).
+    pub min_dur: Option<String>,
 }
 
 /// Turns the window strings into a [`Scope`].
@@ -80,10 +84,11 @@ fn scope_of(
     Ok(Scope { window, pid })
 }
 
-/// Maps an analysis outcome to a tool result.
+/// Maps an analysis outcome to a tool result, rendered as text by `text`.
 fn finish<T: Serialize>(
     outcome: Result<Result<T, ToolError>, CallToolResult>,
     what: &str,
+    text: fn(&T) -> String,
 ) -> Result<CallToolResult, ErrorData> {
     match outcome {
         Err(tool_err) => Ok(tool_err),
@@ -94,8 +99,8 @@ fn finish<T: Serialize>(
             Ok(failure(e.to_string()))
         }
         Ok(Ok(value)) => {
-            let text = serde_json::to_string(&value).unwrap_or_default();
-            structured(&value, text)
+            let rendered = text(&value);
+            structured(&value, rendered)
         }
     }
 }
@@ -111,6 +116,29 @@ macro_rules! bail_tool {
 
 #[tool_router(router = analysis_router, vis = "pub(crate)")]
 impl IngeroMcp {
+    /// The whole report in one call (what `ingero explain --json` prints): capture summary, causal chains, GPU starvation estimate per thread, per-process breakdown, op statistics and what the data cannot support.
+    #[tool(
+        name = "explain",
+        annotations(title = "Full explanation", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<Report>()
+    )]
+    pub(crate) async fn explain(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
+        let out = self
+            .run_on(pool, &ctx, "explain", move |db| explain(db, &scope))
+            .await;
+        finish(out, "explain", render::report_text)
+    }
+
     /// Per CUDA op: count, total, mean, p50/p95/p99 and max duration (and whether they are exact or estimated), plus host event totals. Start here.
     #[tool(
         name = "get_trace_stats",
@@ -133,7 +161,7 @@ impl IngeroMcp {
                 op_stats(db, &scope)
             })
             .await;
-        finish(out, "get_trace_stats")
+        finish(out, "get_trace_stats", render::stats_text)
     }
 
     /// Causal chains linking a host cause (off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies), ranked by severity.
@@ -158,7 +186,7 @@ impl IngeroMcp {
                 causal_chains(db, &scope)
             })
             .await;
-        finish(out, "get_causal_chains")
+        finish(out, "get_causal_chains", render::chains_text)
     }
 
     /// Per process: CUDA calls and time, host events, off-CPU time; shows which process waits and which works.
@@ -183,7 +211,7 @@ impl IngeroMcp {
                 per_process(db, &scope)
             })
             .await;
-        finish(out, "get_per_process_breakdown")
+        finish(out, "get_per_process_breakdown", render::processes_text)
     }
 
     /// Activity per time bucket (CUDA time by class, host events): when stalls happen, periodic or not.
@@ -213,7 +241,7 @@ impl IngeroMcp {
                 timeline(db, &scope, bucket_ns)
             })
             .await;
-        finish(out, "get_timeline")
+        finish(out, "get_timeline", render::timeline_text)
     }
 
     /// Raw events (CUDA calls and host events), filtered by window, pid and op, newest last, paged with limit/offset.
@@ -238,16 +266,21 @@ impl IngeroMcp {
                 "limit must be between 1 and {MAX_EVENT_LIMIT}"
             )));
         }
+        let min_dur_ns = match args.min_dur.as_deref().map(parse_duration_ns).transpose() {
+            Ok(d) => d,
+            Err(e) => return Ok(failure(e.to_string())),
+        };
         let query = EventQuery {
             scope,
             op: args.op.clone().filter(|o| !o.trim().is_empty()),
-            limit: limit as usize,
-            offset: args.offset.unwrap_or(0) as usize,
+            min_dur_ns,
+            limit,
+            offset: args.offset.unwrap_or(0),
         };
         let pool = bail_tool!(self.pick_db(args.db.as_deref()));
         let out = self
             .run_on(pool, &ctx, "get_events", move |db| query_events(db, &query))
             .await;
-        finish(out, "get_events")
+        finish(out, "get_events", render::events_text)
     }
 }

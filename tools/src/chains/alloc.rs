@@ -1,0 +1,125 @@
+//! Allocation spikes: device allocations that periodically take far longer
+//! than usual, the signature of a caching allocator missing and going to the
+//! driver.
+
+use super::context::Context;
+use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::format;
+use ingero_store::OpClass;
+
+const FIX: &str = "Stop allocating in the loop: keep tensor shapes stable so PyTorch's caching \
+allocator reuses blocks, preallocate buffers once, avoid torch.cuda.empty_cache() in the loop, and set \
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to cut fragmentation-driven cudaMalloc calls.";
+
+/// Detects recurring slow device allocations in the main GPU process.
+pub fn detect(ctx: &Context) -> Option<CausalChain> {
+    let ds = ctx.ds;
+    let main = ctx.main?;
+    let span = ds.window.duration_ns().max(1);
+    let early = ds.window.lo_ns + span / 10;
+    let mut slow = Vec::new();
+    let mut ops = Vec::new();
+    for o in ctx.main_ops.iter().filter(|o| o.class == OpClass::Alloc) {
+        let Some(p50) = o.p50_ns else { continue };
+        let calls: Vec<_> = ctx
+            .main_calls()
+            .filter(|c| ds.op_name(c.op_id) == o.op)
+            .collect();
+        let s: Vec<_> = calls
+            .iter()
+            .filter(|c| c.dur_ns >= 10 * p50.max(1) && c.dur_ns - p50 >= 100_000)
+            .map(|c| (c.ts_ns, c.dur_ns, p50))
+            .collect();
+        if !s.is_empty() {
+            ops.push(o.op.clone());
+        }
+        slow.extend(s);
+    }
+    slow.sort_by_key(|s| s.0);
+    // Recurring through the run, not just at start-up (that is a cold start).
+    let late: Vec<_> = slow.iter().filter(|s| s.0 >= early).collect();
+    if late.len() < 3 {
+        return None;
+    }
+    let gaps: Vec<f64> = late.windows(2).map(|w| (w[1].0 - w[0].0) as f64).collect();
+    let mean_gap = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let sd = (gaps.iter().map(|g| (g - mean_gap).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+    let cv = if mean_gap > 0.0 { sd / mean_gap } else { 1.0 };
+    let excess: i64 = late.iter().map(|s| s.1 - s.2).sum();
+    let alloc_time: i64 = ctx
+        .main_ops
+        .iter()
+        .filter(|o| o.class == OpClass::Alloc)
+        .map(|o| o.total_ns)
+        .sum();
+    let api: i64 = ctx.main_ops.iter().map(|o| o.total_ns).sum::<i64>().max(1);
+    let worst_ratio = late
+        .iter()
+        .map(|s| s.1 as f64 / s.2.max(1) as f64)
+        .fold(0.0, f64::max);
+    let periodic = cv < 0.5;
+    let evidence_pts = 15.0 * (late.len() as f64 / 10.0).min(1.0)
+        + if periodic { 15.0 } else { 5.0 }
+        + 15.0 * (worst_ratio.log10() / 2.0).clamp(0.0, 1.0)
+        + 15.0 * (alloc_time as f64 / api as f64).min(1.0);
+    let score = evidence_pts + impact_points(excess as f64 / ctx.wall_ns() as f64);
+    let period_text = if periodic {
+        format!("every {:.1} s", mean_gap / 1e9)
+    } else {
+        "at irregular intervals".to_string()
+    };
+    let summary = format!(
+        "{} slow device allocations ({}) {period_text}, up to {worst_ratio:.0}x their median <- allocator cache misses",
+        late.len(),
+        ops.join(", ")
+    );
+    let root_cause = format!(
+        "Device allocations in {main} recur {period_text} at up to {worst_ratio:.0}x their usual time: the caching allocator runs out of free blocks and calls the driver, stalling the loop ({} lost).",
+        format::ns(excess)
+    );
+    let steps = vec![
+        step(
+            "CUDA",
+            format!(
+                "{} allocations >= 10x median {period_text} (interval variation {:.0}%)",
+                late.len(),
+                cv * 100.0
+            ),
+        ),
+        step(
+            "CUDA",
+            format!(
+                "allocation calls take {} of CUDA API time",
+                format::pct(alloc_time as f64 / api as f64)
+            ),
+        ),
+    ];
+    let evidence = vec![
+        Evidence::new("slow_allocations", late.len() as f64, "count", "raw rows"),
+        Evidence::new("mean_interval", mean_gap, "ns", "raw rows"),
+        Evidence::new("interval_variation", cv * 100.0, "percent", "raw rows"),
+        Evidence::new("worst_ratio_to_median", worst_ratio, "ratio", "raw rows"),
+        Evidence::new("excess_time", excess as f64, "ns", "raw rows"),
+        Evidence::new(
+            "alloc_share_of_cuda_time",
+            alloc_time as f64 * 100.0 / api as f64,
+            "percent",
+            "raw rows",
+        ),
+    ];
+    let first = late[0].0;
+    let last = late[late.len() - 1].0 + late[late.len() - 1].1;
+    Some(chain(
+        ctx,
+        Cause::AllocationSpike,
+        score,
+        summary,
+        root_cause,
+        steps,
+        evidence,
+        ops,
+        vec![main],
+        (first, last),
+        FIX,
+    ))
+}

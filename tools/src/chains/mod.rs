@@ -1,0 +1,270 @@
+//! Causal chains: tail latency and lost time in CUDA calls, linked by time
+//! window and pid to the host cause that explains it, with evidence and a fix.
+//!
+//! Each detector ([`contention`], [`memory`], [`copies`], [`alloc`],
+//! [`lifecycle`], [`gpu_bound`]) looks at the shared [`context::Context`] and
+//! returns at most one chain. A chain's score is its evidence strength
+//! (0-60) plus its impact (0-40: the share of the GPU thread's wall time the
+//! cause plausibly cost); chains are ranked by score.
+
+pub mod alloc;
+pub mod contention;
+pub mod context;
+pub mod copies;
+pub mod gpu_bound;
+pub mod lifecycle;
+pub mod memory;
+
+use crate::dataset::Dataset;
+use crate::error::Result;
+use crate::scope::Scope;
+use crate::stats::WindowInfo;
+use context::{Context, Symptom};
+use ingero_store::TraceDb;
+use serde::Serialize;
+
+/// The host-side mechanism a chain blames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The training job's own DataLoader workers saturate the CPU and preempt the GPU thread.
+    DataloaderWorkerContention,
+    /// Processes outside the job saturate the CPU and preempt the GPU thread.
+    CpuContention,
+    /// Bursts of kernel page allocations coincide with slow CUDA calls.
+    PageAllocStorm,
+    /// Many processes forked at once (worker start-up) coincide with slow CUDA calls.
+    WorkerForkStorm,
+    /// The host ran short of memory (high use, swapping).
+    MemoryPressure,
+    /// Host-to-device copies from pageable memory run at a fraction of pinned bandwidth.
+    PageableMemcpy,
+    /// Device allocations periodically take far longer than usual (allocator cache misses).
+    AllocationSpike,
+    /// The first CUDA calls (context creation, module loading) dominate the run.
+    ColdStart,
+    /// The host mostly waits on the GPU: the GPU is the bottleneck, not the host.
+    GpuBound,
+}
+
+impl Cause {
+    /// Stable snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::DataloaderWorkerContention => "dataloader_worker_contention",
+            Cause::CpuContention => "cpu_contention",
+            Cause::PageAllocStorm => "page_alloc_storm",
+            Cause::WorkerForkStorm => "worker_fork_storm",
+            Cause::MemoryPressure => "memory_pressure",
+            Cause::PageableMemcpy => "pageable_memcpy",
+            Cause::AllocationSpike => "allocation_spike",
+            Cause::ColdStart => "cold_start",
+            Cause::GpuBound => "gpu_bound",
+        }
+    }
+}
+
+/// How urgent a chain is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Severity {
+    /// Worth knowing.
+    Low,
+    /// Costs measurable time.
+    Medium,
+    /// The main reason the GPU waits.
+    High,
+}
+
+impl Severity {
+    /// Severity for a chain score.
+    pub fn from_score(score: f64) -> Severity {
+        if score >= 60.0 {
+            Severity::High
+        } else if score >= 35.0 {
+            Severity::Medium
+        } else {
+            Severity::Low
+        }
+    }
+
+    /// Upper-case label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Severity::Low => "LOW",
+            Severity::Medium => "MEDIUM",
+            Severity::High => "HIGH",
+        }
+    }
+}
+
+/// One number supporting a chain, with where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Evidence {
+    /// What is measured.
+    pub label: String,
+    /// The value.
+    pub value: f64,
+    /// Its unit (`ns`, `count`, `percent`, `bytes`, `ratio`, `bytes/s`).
+    pub unit: String,
+    /// Which data it was computed from.
+    pub source: String,
+}
+
+impl Evidence {
+    /// Builds an evidence item.
+    pub fn new(label: impl Into<String>, value: f64, unit: &str, source: &str) -> Evidence {
+        Evidence {
+            label: label.into(),
+            value,
+            unit: unit.to_string(),
+            source: source.to_string(),
+        }
+    }
+}
+
+/// One link of the chain, from system state down to the CUDA call.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ChainStep {
+    /// `SYSTEM`, `HOST` or `CUDA`.
+    pub layer: String,
+    /// What happened at that layer.
+    pub detail: String,
+}
+
+/// A diagnosed cause of GPU starvation.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CausalChain {
+    /// Stable id within the report (`chain-1` is the top one).
+    pub id: String,
+    /// Mechanism blamed.
+    pub cause: Cause,
+    /// Urgency.
+    pub severity: Severity,
+    /// Ranking score, 0-100.
+    pub score: f64,
+    /// One line: symptom <- cause.
+    pub summary: String,
+    /// The root cause in one sentence.
+    pub root_cause: String,
+    /// Links from system state to the CUDA call.
+    pub steps: Vec<ChainStep>,
+    /// Numbers behind the diagnosis.
+    pub evidence: Vec<Evidence>,
+    /// CUDA functions affected.
+    pub affected_ops: Vec<String>,
+    /// The GPU-driving process that suffers.
+    pub victim_pid: Option<i32>,
+    /// Processes causing it.
+    pub culprit_pids: Vec<i32>,
+    /// Seconds after capture start where the evidence concentrates.
+    pub start_offset_s: f64,
+    /// End of that stretch, seconds after capture start.
+    pub end_offset_s: f64,
+    /// The concrete change to make.
+    pub fix: String,
+}
+
+/// Answer of `get_causal_chains`.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ChainReport {
+    /// The window covered.
+    pub window: WindowInfo,
+    /// Chains, strongest first.
+    pub chains: Vec<CausalChain>,
+    /// CUDA-side symptoms of the main GPU process (tails, sync and copy shares).
+    pub symptoms: Vec<Symptom>,
+    /// Caveats.
+    pub notes: Vec<String>,
+}
+
+/// Finds the causal chains for `scope`.
+pub fn causal_chains(db: &TraceDb, scope: &Scope) -> Result<ChainReport> {
+    let ds = Dataset::load(db, scope)?;
+    Ok(chains_of(&ds))
+}
+
+/// Finds the causal chains in a loaded dataset.
+pub fn chains_of(ds: &Dataset) -> ChainReport {
+    let ctx = Context::build(ds);
+    let mut chains: Vec<CausalChain> = [
+        contention::detect(&ctx),
+        copies::detect(&ctx),
+        alloc::detect(&ctx),
+        lifecycle::detect_cold_start(&ctx),
+        lifecycle::detect_fork_storm(&ctx),
+        memory::detect_page_storm(&ctx),
+        memory::detect_pressure(&ctx),
+        gpu_bound::detect(&ctx),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    chains.sort_by(|a, b| b.score.total_cmp(&a.score));
+    for (i, c) in chains.iter_mut().enumerate() {
+        c.id = format!("chain-{}", i + 1);
+        c.score = (c.score * 10.0).round() / 10.0;
+    }
+    let mut notes = ctx.notes.clone();
+    if chains.is_empty() {
+        notes.push(if ctx.main.is_none() {
+            "No CUDA calls in this window: nothing to explain on the GPU side.".to_string()
+        } else {
+            "No host-side cause stands out in this window.".to_string()
+        });
+    }
+    ChainReport {
+        window: WindowInfo::of(ds),
+        chains,
+        symptoms: ctx.symptoms.clone(),
+        notes,
+    }
+}
+
+/// Builds a chain with its severity derived from the score.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn chain(
+    ctx: &Context,
+    cause: Cause,
+    score: f64,
+    summary: String,
+    root_cause: String,
+    steps: Vec<ChainStep>,
+    evidence: Vec<Evidence>,
+    affected_ops: Vec<String>,
+    culprit_pids: Vec<i32>,
+    span_ns: (i64, i64),
+    fix: &str,
+) -> CausalChain {
+    let score = score.clamp(0.0, 100.0);
+    let start = ctx.ds.span.start_ns;
+    CausalChain {
+        id: String::new(),
+        cause,
+        severity: Severity::from_score(score),
+        score,
+        summary,
+        root_cause,
+        steps,
+        evidence,
+        affected_ops,
+        victim_pid: ctx.main,
+        culprit_pids,
+        start_offset_s: ((span_ns.0 - start) as f64 / 1e9).max(0.0),
+        end_offset_s: ((span_ns.1 - start) as f64 / 1e9).max(0.0),
+        fix: fix.to_string(),
+    }
+}
+
+/// A chain step.
+pub(crate) fn step(layer: &str, detail: String) -> ChainStep {
+    ChainStep {
+        layer: layer.to_string(),
+        detail,
+    }
+}
+
+/// Impact points (0-40) for a share of wall time lost.
+pub(crate) fn impact_points(share: f64) -> f64 {
+    40.0 * (share * 4.0).clamp(0.0, 1.0)
+}

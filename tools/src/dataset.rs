@@ -1,0 +1,477 @@
+//! Everything an analysis needs from the database, loaded once per request.
+//!
+//! Raw CUDA calls are loaded for the window (they carry the latency
+//! distribution); host events are read through the per-bucket aggregates,
+//! except the few raw rows analyses need one by one (process lifecycle, and
+//! the context switches of the threads that drive the GPU).
+
+use crate::error::Result;
+use crate::scope::Scope;
+use ingero_store::catalog::copy_kind;
+use ingero_store::{
+    AggSource, CaptureSpan, CudaApi, DbFormat, HostKind, OpClass, ProcessInfo, ResolvedWindow,
+    SystemSnapshot, TraceDb,
+};
+use rusqlite::params;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// Name and class of a CUDA op id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpInfo {
+    /// Catalogue id.
+    pub id: u16,
+    /// Function name.
+    pub name: String,
+    /// Runtime or driver library.
+    pub api: CudaApi,
+    /// What the function does.
+    pub class: OpClass,
+}
+
+/// One raw CUDA call, compacted for in-memory analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    /// Entry time, epoch ns.
+    pub ts_ns: i64,
+    /// Time inside the call.
+    pub dur_ns: i64,
+    /// Bytes copied or allocated.
+    pub bytes: i64,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// Op id.
+    pub op_id: u16,
+    /// `cudaMemcpyKind`, -1 when not a copy.
+    pub copy_kind: i8,
+}
+
+impl Call {
+    /// True for host-to-device copies (or copies whose direction is unknown).
+    pub fn is_upload(&self) -> bool {
+        self.copy_kind as i64 == copy_kind::HOST_TO_DEVICE
+            || self.copy_kind as i64 == copy_kind::DEFAULT
+    }
+}
+
+/// One aggregate row (totals for a bucket, a pid and an op or host kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AggRow {
+    /// Bucket start, epoch ns.
+    pub bucket_ns: i64,
+    /// Process id.
+    pub pid: i32,
+    /// CUDA or host.
+    pub source: AggSource,
+    /// Op id or host kind id.
+    pub code: i64,
+    /// Events counted.
+    pub count: i64,
+    /// Of which stored as raw rows.
+    pub stored: i64,
+    /// Sum of durations.
+    pub sum_dur_ns: i64,
+    /// Largest duration.
+    pub max_dur_ns: i64,
+    /// Sum of bytes.
+    pub sum_bytes: i64,
+}
+
+/// A raw host event kept individually.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostRow {
+    /// Event time, epoch ns.
+    pub ts_ns: i64,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// Kind.
+    pub kind: HostKind,
+    /// Duration (off-CPU time for switches).
+    pub dur_ns: i64,
+    /// Kind-specific argument.
+    pub arg: i64,
+}
+
+/// Totals summed over aggregate rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Events counted.
+    pub count: i64,
+    /// Raw rows kept.
+    pub stored: i64,
+    /// Sum of durations.
+    pub sum_dur_ns: i64,
+    /// Largest duration.
+    pub max_dur_ns: i64,
+    /// Sum of bytes.
+    pub sum_bytes: i64,
+}
+
+impl Totals {
+    fn add(&mut self, a: &AggRow) {
+        self.count += a.count;
+        self.stored += a.stored;
+        self.sum_dur_ns = self.sum_dur_ns.saturating_add(a.sum_dur_ns);
+        self.max_dur_ns = self.max_dur_ns.max(a.max_dur_ns);
+        self.sum_bytes = self.sum_bytes.saturating_add(a.sum_bytes);
+    }
+
+    /// Mean duration, when anything was counted.
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_dur_ns as f64 / self.count as f64)
+    }
+}
+
+/// The loaded view of one trace for one scope.
+pub struct Dataset {
+    /// Whole capture bounds.
+    pub span: CaptureSpan,
+    /// The window analysed.
+    pub window: ResolvedWindow,
+    /// True when the window is the whole capture.
+    pub whole_capture: bool,
+    /// Aggregate bucket width, ns.
+    pub bucket_ns: i64,
+    /// Process the caller focused on, if any.
+    pub focus: Option<i32>,
+    /// Who wrote the file.
+    pub format: DbFormat,
+    /// CUDA op names.
+    pub ops: BTreeMap<u16, OpInfo>,
+    /// Raw CUDA calls in the window (of the focus process when set), by time.
+    pub calls: Vec<Call>,
+    /// Aggregate rows overlapping the window (every process).
+    pub aggs: Vec<AggRow>,
+    /// System samples in the window.
+    pub snapshots: Vec<SystemSnapshot>,
+    /// Known processes.
+    pub processes: BTreeMap<i32, ProcessInfo>,
+    /// Fork, exec and exit rows in the window.
+    pub lifecycle: Vec<HostRow>,
+    /// Context switches of threads that made CUDA calls, in the window.
+    pub gpu_thread_switches: Vec<HostRow>,
+    /// CPU count of the traced host, 0 when unknown.
+    pub cpu_cores: i64,
+    /// GPU model, empty when unknown.
+    pub gpu_model: String,
+    /// Events the capture reported lost.
+    pub lost_events: i64,
+}
+
+impl Dataset {
+    /// Loads what the analyses need for `scope`.
+    pub fn load(db: &TraceDb, scope: &Scope) -> Result<Dataset> {
+        let conn = db.conn();
+        let window = db.resolve(&scope.window);
+        let span = db.span();
+        let bucket_ns = db.aggregate_bucket_ns().max(1);
+        let q = |e: rusqlite::Error| db.classify(e);
+
+        let mut ops = BTreeMap::new();
+        {
+            let mut stmt = conn
+                .prepare("SELECT id, name, api, class FROM cuda_ops")
+                .map_err(q)?;
+            let rows = stmt
+                .query_map([], |r| {
+                    let api: String = r.get(2)?;
+                    let class: String = r.get(3)?;
+                    Ok(OpInfo {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                        api: if api == "driver" {
+                            CudaApi::Driver
+                        } else {
+                            CudaApi::Runtime
+                        },
+                        class: OpClass::parse(&class),
+                    })
+                })
+                .map_err(q)?;
+            for op in rows {
+                let op = op.map_err(q)?;
+                ops.insert(op.id, op);
+            }
+        }
+
+        let pid_filter = scope.pid.unwrap_or(0);
+        let mut calls = Vec::new();
+        {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind FROM cuda_calls \
+                     WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns",
+                )
+                .map_err(q)?;
+            let mut rows = stmt
+                .query(params![window.lo_ns, window.hi_ns, pid_filter])
+                .map_err(q)?;
+            while let Some(r) = rows.next().map_err(q)? {
+                calls.push(Call {
+                    ts_ns: r.get(0).map_err(q)?,
+                    dur_ns: r.get(1).map_err(q)?,
+                    bytes: r.get(2).map_err(q)?,
+                    pid: r.get(3).map_err(q)?,
+                    tid: r.get(4).map_err(q)?,
+                    op_id: r.get::<_, i64>(5).map_err(q)? as u16,
+                    copy_kind: r.get::<_, i64>(6).map_err(q)?.clamp(-1, 127) as i8,
+                });
+            }
+        }
+
+        let mut aggs = Vec::new();
+        {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT bucket_ns, pid, source, code, count, stored, sum_dur_ns, max_dur_ns, sum_bytes \
+                     FROM aggregates WHERE bucket_ns + ?3 > ?1 AND bucket_ns <= ?2",
+                )
+                .map_err(q)?;
+            let mut rows = stmt
+                .query(params![window.lo_ns, window.hi_ns, bucket_ns])
+                .map_err(q)?;
+            while let Some(r) = rows.next().map_err(q)? {
+                let Some(source) = AggSource::from_id(r.get(2).map_err(q)?) else {
+                    continue;
+                };
+                aggs.push(AggRow {
+                    bucket_ns: r.get(0).map_err(q)?,
+                    pid: r.get(1).map_err(q)?,
+                    source,
+                    code: r.get::<_, Option<i64>>(3).map_err(q)?.unwrap_or(-1),
+                    count: r.get(4).map_err(q)?,
+                    stored: r.get(5).map_err(q)?,
+                    sum_dur_ns: r.get(6).map_err(q)?,
+                    max_dur_ns: r.get(7).map_err(q)?,
+                    sum_bytes: r.get(8).map_err(q)?,
+                });
+            }
+        }
+
+        let mut snapshots = Vec::new();
+        {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT ts_ns, cpu_pct, mem_used_pct, mem_avail_mb, swap_used_mb, load1, procs_running \
+                     FROM system_snapshots WHERE ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns",
+                )
+                .map_err(q)?;
+            let rows = stmt
+                .query_map(params![window.lo_ns, window.hi_ns], |r| {
+                    Ok(SystemSnapshot {
+                        ts_ns: r.get(0)?,
+                        cpu_pct: r.get(1)?,
+                        mem_used_pct: r.get(2)?,
+                        mem_avail_mb: r.get(3)?,
+                        swap_used_mb: r.get(4)?,
+                        load1: r.get(5)?,
+                        procs_running: r.get(6)?,
+                    })
+                })
+                .map_err(q)?;
+            for s in rows {
+                snapshots.push(s.map_err(q)?);
+            }
+        }
+
+        let mut processes = BTreeMap::new();
+        {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT pid, ppid, comm, cmdline, first_seen_ns, last_seen_ns FROM processes",
+                )
+                .map_err(q)?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(ProcessInfo {
+                        pid: r.get(0)?,
+                        ppid: r.get(1)?,
+                        comm: r.get(2)?,
+                        cmdline: r.get(3)?,
+                        first_seen_ns: r.get(4)?,
+                        last_seen_ns: r.get(5)?,
+                    })
+                })
+                .map_err(q)?;
+            for p in rows {
+                let p = p.map_err(q)?;
+                processes.insert(p.pid, p);
+            }
+        }
+
+        let host_rows = |sql: &str, extra: &[i64]| -> Result<Vec<HostRow>> {
+            let mut stmt = conn.prepare(sql).map_err(q)?;
+            let mut args: Vec<i64> = vec![window.lo_ns, window.hi_ns];
+            args.extend_from_slice(extra);
+            let mut rows = stmt
+                .query(rusqlite::params_from_iter(args.iter()))
+                .map_err(q)?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next().map_err(q)? {
+                let Some(kind) = HostKind::from_id(r.get(3).map_err(q)?) else {
+                    continue;
+                };
+                out.push(HostRow {
+                    ts_ns: r.get(0).map_err(q)?,
+                    pid: r.get(1).map_err(q)?,
+                    tid: r.get(2).map_err(q)?,
+                    kind,
+                    dur_ns: r.get(4).map_err(q)?,
+                    arg: r.get(5).map_err(q)?,
+                });
+            }
+            Ok(out)
+        };
+        let lifecycle = host_rows(
+            "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
+             WHERE kind IN (4, 5, 6) AND ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns",
+            &[],
+        )?;
+
+        // Threads that drive the GPU: every (pid, tid) seen making CUDA calls.
+        let gpu_threads: HashSet<(i32, i32)> = calls.iter().map(|c| (c.pid, c.tid)).collect();
+        let gpu_pids: BTreeSet<i32> = gpu_threads.iter().map(|(p, _)| *p).collect();
+        let mut gpu_thread_switches = Vec::new();
+        for pid in &gpu_pids {
+            let rows = host_rows(
+                "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
+                 WHERE pid = ?3 AND kind = 1 AND ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns",
+                &[*pid as i64],
+            )?;
+            gpu_thread_switches.extend(
+                rows.into_iter()
+                    .filter(|h| gpu_threads.contains(&(h.pid, h.tid))),
+            );
+        }
+
+        let (cpu_cores, gpu_model): (i64, String) = conn
+            .query_row(
+                "SELECT COALESCE(MAX(cpu_cores), 0), COALESCE(MAX(gpu_model), '') FROM sessions",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(q)?;
+        let lost_events: i64 = conn
+            .query_row(
+                "SELECT COALESCE(SUM(lost), 0) FROM capture_losses WHERE ts_ns BETWEEN ?1 AND ?2",
+                params![window.lo_ns, window.hi_ns],
+                |r| r.get(0),
+            )
+            .map_err(q)?;
+
+        Ok(Dataset {
+            span,
+            window,
+            whole_capture: window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns,
+            bucket_ns,
+            focus: scope.pid,
+            format: db.format().clone(),
+            ops,
+            calls,
+            aggs,
+            snapshots,
+            processes,
+            lifecycle,
+            gpu_thread_switches,
+            cpu_cores,
+            gpu_model,
+            lost_events,
+        })
+    }
+
+    /// Name of an op id (`op#N` when the catalogue lacks it).
+    pub fn op_name(&self, id: u16) -> String {
+        self.ops
+            .get(&id)
+            .map_or_else(|| format!("op#{id}"), |o| o.name.clone())
+    }
+
+    /// Class of an op id.
+    pub fn op_class(&self, id: u16) -> OpClass {
+        self.ops.get(&id).map_or(OpClass::Other, |o| o.class)
+    }
+
+    /// Sums aggregate rows matching the filters.
+    pub fn totals(&self, source: AggSource, code: Option<i64>, pid: Option<i32>) -> Totals {
+        let mut t = Totals::default();
+        for a in &self.aggs {
+            if a.source == source
+                && code.is_none_or(|c| a.code == c)
+                && pid.is_none_or(|p| a.pid == p)
+            {
+                t.add(a);
+            }
+        }
+        t
+    }
+
+    /// Host-event totals of one kind for one process.
+    pub fn host_totals(&self, kind: HostKind, pid: Option<i32>) -> Totals {
+        self.totals(AggSource::Host, Some(kind.id() as i64), pid)
+    }
+
+    /// Pids that made CUDA calls (raw rows or aggregates) in the window.
+    pub fn cuda_pids(&self) -> BTreeSet<i32> {
+        let mut pids: BTreeSet<i32> = self.calls.iter().map(|c| c.pid).collect();
+        pids.extend(
+            self.aggs
+                .iter()
+                .filter(|a| a.source == AggSource::Cuda && a.count > 0)
+                .map(|a| a.pid),
+        );
+        if let Some(f) = self.focus {
+            pids.retain(|p| *p == f);
+        }
+        pids
+    }
+
+    /// Every pid seen in aggregates or the process table.
+    pub fn all_pids(&self) -> BTreeSet<i32> {
+        let mut pids: BTreeSet<i32> = self.aggs.iter().map(|a| a.pid).collect();
+        pids.extend(self.processes.keys().copied());
+        pids.retain(|p| *p > 0);
+        pids
+    }
+
+    /// Parent of a pid (from the process table, then from fork rows), 0 if unknown.
+    pub fn parent_of(&self, pid: i32) -> i32 {
+        if let Some(p) = self.processes.get(&pid) {
+            if p.ppid != 0 {
+                return p.ppid;
+            }
+        }
+        self.lifecycle
+            .iter()
+            .find(|h| h.kind == HostKind::Fork && h.arg == pid as i64)
+            .map_or(0, |h| h.pid)
+    }
+
+    /// True when `pid` descends from `ancestor` (not counting itself).
+    pub fn descends_from(&self, pid: i32, ancestor: i32) -> bool {
+        let mut cur = pid;
+        for _ in 0..64 {
+            let parent = self.parent_of(cur);
+            if parent == 0 || parent == cur {
+                return false;
+            }
+            if parent == ancestor {
+                return true;
+            }
+            cur = parent;
+        }
+        false
+    }
+
+    /// Short command name of a pid, empty when unknown.
+    pub fn comm(&self, pid: i32) -> &str {
+        self.processes.get(&pid).map_or("", |p| p.comm.as_str())
+    }
+
+    /// Length of the analysed window in seconds.
+    pub fn window_secs(&self) -> f64 {
+        self.window.duration_ns() as f64 / 1e9
+    }
+}

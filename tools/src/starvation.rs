@@ -1,0 +1,129 @@
+//! How long the GPU-driving thread of each process was kept away from the
+//! GPU by the host: off-CPU (preempted or blocked) or busy on the host side.
+
+use crate::dataset::Dataset;
+use crate::processes::main_processes;
+use ingero_store::{AggSource, HostKind, OpClass};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Where the GPU-driving thread's wall time went.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct StarvationEstimate {
+    /// Process id.
+    pub pid: i32,
+    /// Command name.
+    pub comm: String,
+    /// The thread that spent the most time in CUDA calls.
+    pub gpu_thread: i32,
+    /// From its first CUDA call to the end of its last one, ns.
+    pub wall_ns: i64,
+    /// Time inside CUDA calls (all ops), ns.
+    pub cuda_api_ns: i64,
+    /// Of which waiting in synchronisation calls, ns.
+    pub sync_wait_ns: i64,
+    /// Time the thread was switched out (preempted or blocked), ns.
+    pub off_cpu_ns: i64,
+    /// Context switches of the thread in that span.
+    pub off_cpu_switches: i64,
+    /// On-CPU time outside CUDA calls (Python, data preparation), ns.
+    pub host_compute_ns: i64,
+    /// Share of wall time outside CUDA calls: the GPU got no new work from
+    /// this thread then (an upper bound on GPU idleness caused by the host).
+    pub starved_share: f64,
+    /// Share of wall time the thread was off-CPU.
+    pub off_cpu_share: f64,
+    /// Share of wall time spent inside CUDA calls.
+    pub cuda_api_share: f64,
+    /// How solid the figures are.
+    pub basis: String,
+}
+
+/// Estimates for every GPU-driving root process, most CUDA time first.
+pub fn starvation_of(ds: &Dataset) -> Vec<StarvationEstimate> {
+    let (mains, _) = main_processes(ds);
+    mains.iter().filter_map(|pid| one(ds, *pid)).collect()
+}
+
+fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
+    let mut per_tid: BTreeMap<i32, (i64, i64, i64)> = BTreeMap::new(); // time, first, last end
+    for c in ds.calls.iter().filter(|c| c.pid == pid) {
+        let e = per_tid.entry(c.tid).or_insert((0, i64::MAX, i64::MIN));
+        e.0 += c.dur_ns;
+        e.1 = e.1.min(c.ts_ns);
+        e.2 = e.2.max(c.ts_ns + c.dur_ns);
+    }
+    let (&tid, &(_, first, last)) = per_tid.iter().max_by_key(|(_, v)| v.0)?;
+    let wall = (last - first).max(1);
+    // API time from totals when the recorder sampled raw rows.
+    let agg = ds.totals(AggSource::Cuda, None, Some(pid));
+    let raw_tid_time: i64 = ds
+        .calls
+        .iter()
+        .filter(|c| c.pid == pid && c.tid == tid)
+        .map(|c| c.dur_ns)
+        .sum();
+    let raw_pid_time: i64 = ds
+        .calls
+        .iter()
+        .filter(|c| c.pid == pid)
+        .map(|c| c.dur_ns)
+        .sum();
+    let sampled = agg.count > agg.stored;
+    let api = if sampled && raw_pid_time > 0 {
+        // Scale the thread's raw time by how much the totals exceed the raw rows.
+        (raw_tid_time as f64 * agg.sum_dur_ns as f64 / raw_pid_time as f64) as i64
+    } else {
+        raw_tid_time
+    }
+    .min(wall);
+    let sync: i64 = ds
+        .calls
+        .iter()
+        .filter(|c| c.pid == pid && c.tid == tid && ds.op_class(c.op_id) == OpClass::Sync)
+        .map(|c| c.dur_ns)
+        .sum();
+    let mut off = 0i64;
+    let mut switches = 0i64;
+    for h in ds
+        .gpu_thread_switches
+        .iter()
+        .filter(|h| h.pid == pid && h.tid == tid && h.ts_ns >= first && h.ts_ns <= last)
+    {
+        off += h.dur_ns.min(last - h.ts_ns).max(0);
+        switches += 1;
+    }
+    let off = off.min(wall - api).max(0);
+    let host = (wall - api - off).max(0);
+    let pid_switches = ds.host_totals(HostKind::SchedSwitch, Some(pid));
+    let mut basis = format!(
+        "thread {tid}: {} CUDA calls kept as raw rows, {switches} raw context switches",
+        ds.calls
+            .iter()
+            .filter(|c| c.pid == pid && c.tid == tid)
+            .count()
+    );
+    if sampled {
+        basis.push_str("; CUDA time scaled to the recorder's totals (raw calls were sampled)");
+    }
+    if pid_switches.count > pid_switches.stored {
+        basis.push_str(
+            "; some context switches were not kept as raw rows, so off-CPU time is a lower bound",
+        );
+    }
+    Some(StarvationEstimate {
+        pid,
+        comm: ds.comm(pid).to_string(),
+        gpu_thread: tid,
+        wall_ns: wall,
+        cuda_api_ns: api,
+        sync_wait_ns: sync,
+        off_cpu_ns: off,
+        off_cpu_switches: switches,
+        host_compute_ns: host,
+        starved_share: (wall - api) as f64 / wall as f64,
+        off_cpu_share: off as f64 / wall as f64,
+        cuda_api_share: api as f64 / wall as f64,
+        basis,
+    })
+}

@@ -1,0 +1,232 @@
+//! Per-op latency statistics: exact on raw rows, honest about sampled data.
+
+use crate::dataset::{Call, Dataset};
+use crate::error::Result;
+use crate::percentile::p50_p95_p99;
+use crate::scope::Scope;
+use ingero_store::{AggSource, CudaApi, HostKind, OpClass, TraceDb};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Latency statistics of one CUDA function.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct OpStats {
+    /// Function name.
+    pub op: String,
+    /// Runtime or driver API.
+    pub api: CudaApi,
+    /// What the function does.
+    pub class: OpClass,
+    /// Calls made (all of them, including ones the recorder did not keep).
+    pub count: i64,
+    /// Calls kept as raw rows (the basis of the percentiles).
+    pub raw_rows: i64,
+    /// True when every call is a raw row, so every figure is exact.
+    pub exact: bool,
+    /// Time spent inside the function, ns.
+    pub total_ns: i64,
+    /// Mean duration, ns.
+    pub mean_ns: f64,
+    /// Median duration, ns (from raw rows).
+    pub p50_ns: Option<i64>,
+    /// 95th percentile, ns (from raw rows).
+    pub p95_ns: Option<i64>,
+    /// 99th percentile, ns (from raw rows).
+    pub p99_ns: Option<i64>,
+    /// Longest call, ns.
+    pub max_ns: i64,
+    /// p99 / p50: how heavy the tail is.
+    pub tail_ratio: Option<f64>,
+    /// Bytes copied or allocated.
+    pub total_bytes: i64,
+    /// Where the numbers come from, in words.
+    pub basis: String,
+}
+
+/// Totals of one kind of host event.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct HostStats {
+    /// Tracepoint name.
+    pub event: String,
+    /// Events counted.
+    pub count: i64,
+    /// Events kept as raw rows.
+    pub raw_rows: i64,
+    /// Summed duration (off-CPU time for context switches), ns.
+    pub total_dur_ns: i64,
+    /// Longest duration, ns.
+    pub max_dur_ns: i64,
+    /// Bytes (page allocations), summed.
+    pub total_bytes: i64,
+}
+
+/// The window an answer covers, in absolute and capture-relative terms.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct WindowInfo {
+    /// Window start, epoch ns.
+    pub start_ns: i64,
+    /// Window end, epoch ns.
+    pub end_ns: i64,
+    /// Window start in seconds after the capture began.
+    pub start_offset_s: f64,
+    /// Window length in seconds.
+    pub duration_s: f64,
+    /// True when the window is the whole capture.
+    pub whole_capture: bool,
+}
+
+impl WindowInfo {
+    /// Describes the dataset's window.
+    pub fn of(ds: &Dataset) -> WindowInfo {
+        WindowInfo {
+            start_ns: ds.window.lo_ns,
+            end_ns: ds.window.hi_ns,
+            start_offset_s: (ds.window.lo_ns - ds.span.start_ns) as f64 / 1e9,
+            duration_s: ds.window_secs(),
+            whole_capture: ds.whole_capture,
+        }
+    }
+}
+
+/// Answer of `get_trace_stats`: every op's statistics and host event totals.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct OpStatsReport {
+    /// The window covered.
+    pub window: WindowInfo,
+    /// CUDA functions, most total time first.
+    pub ops: Vec<OpStats>,
+    /// Host events by kind.
+    pub host: Vec<HostStats>,
+    /// Time spent inside CUDA calls, summed over ops, ns.
+    pub cuda_api_time_ns: i64,
+    /// Events the capture reported lost.
+    pub lost_events: i64,
+    /// Caveats a reader needs (sampling, bucket rounding).
+    pub notes: Vec<String>,
+}
+
+/// Computes the report for `scope`.
+pub fn op_stats(db: &TraceDb, scope: &Scope) -> Result<OpStatsReport> {
+    let ds = Dataset::load(db, scope)?;
+    Ok(op_stats_of(&ds))
+}
+
+/// Computes the report from a loaded dataset.
+pub fn op_stats_of(ds: &Dataset) -> OpStatsReport {
+    let ops = ops_for(ds, ds.focus);
+    let mut notes = Vec::new();
+    if ops.iter().any(|o| !o.exact) {
+        notes.push(
+            "Some ops were sampled by the recorder: their counts, totals, means and maxima \
+             cover every call, but percentiles come only from the kept raw rows (see each op's basis)."
+                .to_string(),
+        );
+        if !ds.whole_capture {
+            notes.push(format!(
+                "Per-bucket totals are {}-second buckets: in a partial window they may include calls just outside it.",
+                ds.bucket_ns / 1_000_000_000
+            ));
+        }
+    }
+    let host = HostKind::ALL
+        .iter()
+        .filter_map(|k| {
+            let t = ds.host_totals(*k, ds.focus);
+            (t.count > 0).then(|| HostStats {
+                event: k.name().to_string(),
+                count: t.count,
+                raw_rows: t.stored,
+                total_dur_ns: t.sum_dur_ns,
+                max_dur_ns: t.max_dur_ns,
+                total_bytes: t.sum_bytes,
+            })
+        })
+        .collect();
+    OpStatsReport {
+        window: WindowInfo::of(ds),
+        cuda_api_time_ns: ops.iter().map(|o| o.total_ns).sum(),
+        ops,
+        host,
+        lost_events: ds.lost_events,
+        notes,
+    }
+}
+
+/// Statistics for every op, restricted to one process when `pid` is set.
+pub fn ops_for(ds: &Dataset, pid: Option<i32>) -> Vec<OpStats> {
+    let mut by_op: BTreeMap<u16, Vec<&Call>> = BTreeMap::new();
+    for c in &ds.calls {
+        if pid.is_none_or(|p| c.pid == p) {
+            by_op.entry(c.op_id).or_default().push(c);
+        }
+    }
+    for a in &ds.aggs {
+        if a.source == AggSource::Cuda && a.count > 0 && pid.is_none_or(|p| a.pid == p) {
+            by_op.entry(a.code as u16).or_default();
+        }
+    }
+    let mut out: Vec<OpStats> = by_op
+        .into_iter()
+        .map(|(op_id, calls)| one_op(ds, op_id, &calls, pid))
+        .collect();
+    out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.op.cmp(&b.op)));
+    out
+}
+
+fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>) -> OpStats {
+    let mut durs: Vec<i64> = calls.iter().map(|c| c.dur_ns).collect();
+    let raw_n = durs.len() as i64;
+    let raw_sum: i64 = durs.iter().sum();
+    let raw_max = durs.iter().copied().max().unwrap_or(0);
+    let raw_bytes: i64 = calls.iter().map(|c| c.bytes).sum();
+    let (p50, p95, p99) = p50_p95_p99(&mut durs);
+    let agg = ds.totals(AggSource::Cuda, Some(op_id as i64), pid);
+    let fully_stored = agg.count == 0 || agg.stored >= agg.count;
+    let (count, total, max, bytes, exact, basis) = if fully_stored {
+        (
+            raw_n,
+            raw_sum,
+            raw_max,
+            raw_bytes,
+            true,
+            format!("exact: all {raw_n} calls are raw rows"),
+        )
+    } else {
+        (
+            agg.count,
+            agg.sum_dur_ns,
+            agg.max_dur_ns.max(raw_max),
+            agg.sum_bytes,
+            false,
+            format!(
+                "sampled: percentiles from {raw_n} of {} calls kept as raw rows; count, total, mean and max cover all calls",
+                agg.count
+            ),
+        )
+    };
+    let info = ds.ops.get(&op_id);
+    OpStats {
+        op: ds.op_name(op_id),
+        api: info.map_or(CudaApi::Runtime, |o| o.api),
+        class: info.map_or(OpClass::Other, |o| o.class),
+        count,
+        raw_rows: raw_n,
+        exact,
+        total_ns: total,
+        mean_ns: if count > 0 {
+            total as f64 / count as f64
+        } else {
+            0.0
+        },
+        p50_ns: p50,
+        p95_ns: p95,
+        p99_ns: p99,
+        max_ns: max,
+        tail_ratio: match (p50, p99) {
+            (Some(a), Some(b)) if a > 0 => Some(b as f64 / a as f64),
+            _ => None,
+        },
+        total_bytes: bytes,
+        basis,
+    }
+}
