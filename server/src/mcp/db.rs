@@ -146,6 +146,7 @@ where
                 if let Ok(s) = interrupt.lock() {
                     if let Some(h) = s.as_ref() {
                         h.interrupt();
+                        tracing::info!("request cancelled by the client; interrupted the running query");
                     }
                 }
                 return Err(JobError::Cancelled);
