@@ -107,7 +107,7 @@ impl Guard {
         let Some(origin) = value.to_str().ok().and_then(Origin::parse) else {
             return false;
         };
-        origin.is_localhost() || self.origins.iter().any(|o| *o == origin)
+        origin.is_localhost() || self.origins.contains(&origin)
     }
 
     fn token_ok(&self, value: Option<&HeaderValue>) -> bool {
