@@ -585,7 +585,6 @@ mod tests {
             "WITH x AS (SELECT 1) DELETE FROM cuda_calls",
         ] {
             let err = run(&db, bad).expect_err(bad);
-            eprintln!("{bad} -> {err}");
             assert!(err.is_bad_input(), "{bad}: {err}");
         }
         // The connection still works and is unchanged after refusals.
@@ -610,7 +609,7 @@ mod tests {
         assert!(matches!(err, SqlError::Denied(_)), "{err}");
     }
 
-    /// The Ingero (Go) seed database: `INGERO_SEED_DB`, or its place next to the repository.
+    /// The Ingero (Go) seed database: `INGERO_SEED_DB`, or the copy in `tests/data`.
     fn seed_db() -> Option<std::path::PathBuf> {
         let p = std::env::var_os("INGERO_SEED_DB")
             .map(std::path::PathBuf::from)

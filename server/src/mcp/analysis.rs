@@ -84,6 +84,53 @@ fn scope_of(
     Ok(Scope { window, pid })
 }
 
+macro_rules! bail_tool {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(result) => return Ok(result),
+        }
+    };
+}
+
+impl IngeroMcp {
+    /// Runs one analysis through the result cache: reused while the file is
+    /// unchanged, computed on the pool otherwise.
+    async fn analyse<T, F>(
+        &self,
+        tool: &'static str,
+        key: String,
+        db: Option<&str>,
+        ctx: &RequestContext<RoleServer>,
+        job: F,
+        text: fn(&T) -> String,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        T: Serialize + Send + 'static,
+        F: FnOnce(&ingero_store::TraceDb) -> Result<T, ToolError> + Send + 'static,
+    {
+        let pool = bail_tool!(self.pick_db(db));
+        let stamp = super::cache::Stamp::of(pool.path());
+        if let Some(stamp) = stamp {
+            if let Some(hit) = self.shared.cache.get(pool.path(), tool, &key, stamp) {
+                return Ok(hit);
+            }
+        }
+        let path = pool.path().to_path_buf();
+        let out = self.run_on(pool, ctx, tool, job).await;
+        let result = finish(out, tool, text)?;
+        if let Some(stamp) = stamp {
+            self.shared.cache.put(&path, tool, key, stamp, &result);
+        }
+        Ok(result)
+    }
+}
+
+/// Cache key of a tool's arguments (the database is keyed separately).
+fn key_of(since: &Option<String>, until: &Option<String>, pid: Option<i32>, extra: &str) -> String {
+    format!("{since:?}|{until:?}|{pid:?}|{extra}")
+}
+
 /// Maps an analysis outcome to a tool result, rendered as text by `text`.
 fn finish<T: Serialize>(
     outcome: Result<Result<T, ToolError>, CallToolResult>,
@@ -105,15 +152,6 @@ fn finish<T: Serialize>(
     }
 }
 
-macro_rules! bail_tool {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(result) => return Ok(result),
-        }
-    };
-}
-
 #[tool_router(router = analysis_router, vis = "pub(crate)")]
 impl IngeroMcp {
     /// The whole report in one call (what `ingero explain --json` prints): capture summary, causal chains, GPU starvation estimate per thread, per-process breakdown, op statistics and what the data cannot support.
@@ -132,11 +170,16 @@ impl IngeroMcp {
             args.until.as_deref(),
             args.pid
         ));
-        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
-        let out = self
-            .run_on(pool, &ctx, "explain", move |db| explain(db, &scope))
-            .await;
-        finish(out, "explain", render::report_text)
+        let key = key_of(&args.since, &args.until, args.pid, "");
+        self.analyse(
+            "explain",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| explain(db, &scope),
+            render::report_text,
+        )
+        .await
     }
 
     /// Per CUDA op: count, total, mean, p50/p95/p99 and max duration (and whether they are exact or estimated), plus host event totals. Start here.
@@ -155,13 +198,16 @@ impl IngeroMcp {
             args.until.as_deref(),
             args.pid
         ));
-        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
-        let out = self
-            .run_on(pool, &ctx, "get_trace_stats", move |db| {
-                op_stats(db, &scope)
-            })
-            .await;
-        finish(out, "get_trace_stats", render::stats_text)
+        let key = key_of(&args.since, &args.until, args.pid, "");
+        self.analyse(
+            "get_trace_stats",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| op_stats(db, &scope),
+            render::stats_text,
+        )
+        .await
     }
 
     /// Causal chains linking a host cause (off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies), ranked by severity.
@@ -180,13 +226,16 @@ impl IngeroMcp {
             args.until.as_deref(),
             args.pid
         ));
-        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
-        let out = self
-            .run_on(pool, &ctx, "get_causal_chains", move |db| {
-                causal_chains(db, &scope)
-            })
-            .await;
-        finish(out, "get_causal_chains", render::chains_text)
+        let key = key_of(&args.since, &args.until, args.pid, "");
+        self.analyse(
+            "get_causal_chains",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| causal_chains(db, &scope),
+            render::chains_text,
+        )
+        .await
     }
 
     /// Per process: CUDA calls and time, host events, off-CPU time; shows which process waits and which works.
@@ -205,13 +254,16 @@ impl IngeroMcp {
             args.until.as_deref(),
             args.pid
         ));
-        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
-        let out = self
-            .run_on(pool, &ctx, "get_per_process_breakdown", move |db| {
-                per_process(db, &scope)
-            })
-            .await;
-        finish(out, "get_per_process_breakdown", render::processes_text)
+        let key = key_of(&args.since, &args.until, args.pid, "");
+        self.analyse(
+            "get_per_process_breakdown",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| per_process(db, &scope),
+            render::processes_text,
+        )
+        .await
     }
 
     /// Activity per time bucket (CUDA time by class, host events): when stalls happen, periodic or not.
@@ -235,13 +287,21 @@ impl IngeroMcp {
             Ok(b) => b,
             Err(e) => return Ok(failure(e.to_string())),
         };
-        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
-        let out = self
-            .run_on(pool, &ctx, "get_timeline", move |db| {
-                timeline(db, &scope, bucket_ns)
-            })
-            .await;
-        finish(out, "get_timeline", render::timeline_text)
+        let key = key_of(
+            &args.since,
+            &args.until,
+            args.pid,
+            &format!("{bucket_ns:?}"),
+        );
+        self.analyse(
+            "get_timeline",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| timeline(db, &scope, bucket_ns),
+            render::timeline_text,
+        )
+        .await
     }
 
     /// Raw events (CUDA calls and host events), filtered by window, pid and op, newest last, paged with limit/offset.
@@ -277,10 +337,23 @@ impl IngeroMcp {
             limit,
             offset: args.offset.unwrap_or(0),
         };
-        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
-        let out = self
-            .run_on(pool, &ctx, "get_events", move |db| query_events(db, &query))
-            .await;
-        finish(out, "get_events", render::events_text)
+        let key = key_of(
+            &args.since,
+            &args.until,
+            args.pid,
+            &format!(
+                "{:?}|{:?}|{}|{}",
+                query.op, query.min_dur_ns, query.limit, query.offset
+            ),
+        );
+        self.analyse(
+            "get_events",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| query_events(db, &query),
+            render::events_text,
+        )
+        .await
     }
 }

@@ -11,15 +11,22 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// Idle connections kept per file.
-const MAX_IDLE: usize = 16;
+/// Connections per file: enough to keep every core busy, few enough that a
+/// burst of requests queues instead of opening (and discarding) connections.
+fn max_connections() -> usize {
+    std::thread::available_parallelism()
+        .map_or(4, |n| n.get() * 2)
+        .clamp(4, 32)
+}
 
 /// Open connections to one database file.
 pub struct DbPool {
     path: PathBuf,
     idle: Mutex<Vec<TraceDb>>,
+    permits: Arc<Semaphore>,
 }
 
 impl DbPool {
@@ -51,9 +58,7 @@ struct Pooled {
 impl Drop for Pooled {
     fn drop(&mut self) {
         if let (Some(db), Ok(mut idle)) = (self.db.take(), self.pool.idle.lock()) {
-            if idle.len() < MAX_IDLE {
-                idle.push(db);
-            }
+            idle.push(db);
         }
     }
 }
@@ -76,6 +81,7 @@ impl Pools {
             Arc::new(DbPool {
                 path: key,
                 idle: Mutex::new(Vec::new()),
+                permits: Arc::new(Semaphore::new(max_connections())),
             })
         }))
     }
@@ -111,9 +117,17 @@ where
     K: FnMut(u64) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
+    // Wait for a free connection slot (or for the client to give up).
+    let permit = tokio::select! {
+        p = Arc::clone(&pool.permits).acquire_owned() => {
+            p.map_err(|e| JobError::Lost(e.to_string()))?
+        }
+        _ = ct.cancelled() => return Err(JobError::Cancelled),
+    };
     let interrupt: Arc<Mutex<Option<rusqlite::InterruptHandle>>> = Arc::new(Mutex::new(None));
     let slot = Arc::clone(&interrupt);
     let mut handle = tokio::task::spawn_blocking(move || -> Result<T, StoreError> {
+        let _permit = permit;
         let mut pooled = pool.checkout()?;
         let db = pooled
             .db

@@ -13,6 +13,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use axum::Router;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -218,6 +219,13 @@ pub async fn serve(config: Config, options: HttpOptions) -> anyhow::Result<()> {
     // One stable line for scripts (the port is known only now when 0 was asked).
     eprintln!("ingero mcp: listening on http://{local}/mcp");
     let stop = ct.clone();
+    // Responses are SSE streams written in several small pieces: without
+    // TCP_NODELAY, Nagle's algorithm and delayed ACKs add ~40 ms per call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;

@@ -6,6 +6,7 @@
 
 mod analysis;
 pub mod bundled;
+mod cache;
 pub mod capture;
 mod capture_tools;
 mod databases;

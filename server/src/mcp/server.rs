@@ -2,6 +2,7 @@
 //! joins every tool group, prompts, and the helpers tools share (database
 //! resolution, progress, result building).
 
+use super::cache::ResultCache;
 use super::capture::Capture;
 use super::db::{run_job, DbPool, JobError, Pools};
 use super::prompts::Prompts;
@@ -42,6 +43,8 @@ pub struct Shared {
     pub prompts: Prompts,
     /// All tools, built once.
     pub router: ToolRouter<IngeroMcp>,
+    /// Results of analysis tools, reused while the file is unchanged.
+    pub cache: ResultCache,
 }
 
 /// One MCP session's handler (cheap to create: stateless HTTP makes one per request).
@@ -67,6 +70,7 @@ impl IngeroMcp {
             capture,
             prompts,
             router,
+            cache: ResultCache::default(),
         }))
     }
 
