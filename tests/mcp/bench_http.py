@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -31,6 +32,12 @@ SEED = REPO / "tests/data/ingero-investigations/pytorch-dataloader-starvation.db
 HDRS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def parse(body: str, want_id: int) -> dict:
     """The JSON-RPC response with `want_id` from a JSON or SSE body."""
     texts = [body] if body.lstrip().startswith("{") else [
@@ -45,7 +52,7 @@ def parse(body: str, want_id: int) -> dict:
     raise RuntimeError(f"no response {want_id} in {body[:200]!r}")
 
 
-async def session(hc: httpx2.AsyncClient, url: str, tool: str, args: dict, calls: int, lat: list[float], errors: list[str]) -> None:
+async def session(hc: httpx2.AsyncClient, url: str, tool: str, args: dict, calls: int, lat: list[float], errors: list[str], vary: int | None = None) -> None:
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
     r = await hc.post(url, json=init, headers=HDRS)
@@ -54,7 +61,11 @@ async def session(hc: httpx2.AsyncClient, url: str, tool: str, args: dict, calls
     h = {**HDRS, "Mcp-Session-Id": sid or "", "MCP-Protocol-Version": "2025-11-25"}
     await hc.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h)
     for i in range(1, calls + 1):
-        req = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool, "arguments": args}}
+        call_args = dict(args)
+        if vary is not None:
+            # A distinct window longer than the capture: same analysis, never a cached result.
+            call_args["since"] = f"{100000 + vary * 10000 + i}s"
+        req = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool, "arguments": call_args}}
         t0 = time.perf_counter()
         r = await hc.post(url, json=req, headers=h)
         msg = parse(r.text, i)
@@ -72,6 +83,7 @@ async def main() -> int:
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--tool", default="get_trace_stats")
     ap.add_argument("--args", default="{}", help="tool arguments as JSON")
+    ap.add_argument("--uncached", action="store_true", help="give every call a distinct window so no result is reused")
     a = ap.parse_args()
     log = Path(tempfile.mkstemp(prefix="ingero-bench-", suffix=".log")[1])
     with open(log, "w") as fh:
@@ -93,15 +105,18 @@ async def main() -> int:
             await session(hc, url, a.tool, args, 3, [], [])
             lat: list[float] = []
             errors: list[str] = []
+            cpu0 = cpu_seconds(proc.pid)
             t0 = time.perf_counter()
             async with anyio.create_task_group() as tg:
-                for _ in range(a.sessions):
-                    tg.start_soon(session, hc, url, a.tool, args, a.calls, lat, errors)
+                for k in range(a.sessions):
+                    tg.start_soon(session, hc, url, a.tool, args, a.calls, lat, errors, k if a.uncached else None)
             wall = time.perf_counter() - t0
+            cpu = cpu_seconds(proc.pid) - cpu0
         lat.sort()
         q = statistics.quantiles(lat, n=100, method="inclusive")
-        print(f"tool {a.tool} on {Path(a.db).name}: {a.sessions} concurrent sessions x {a.calls} calls = {len(lat)} calls in {wall:.2f} s ({len(lat) / wall:.0f} calls/s)")
+        print(f"tool {a.tool} on {Path(a.db).name}{' (uncached)' if a.uncached else ''}: {a.sessions} concurrent sessions x {a.calls} calls = {len(lat)} calls in {wall:.2f} s ({len(lat) / wall:.0f} calls/s)")
         print(f"latency ms: p50 {q[49]:.2f}  p90 {q[89]:.2f}  p99 {q[98]:.2f}  max {lat[-1]:.2f}  min {lat[0]:.2f}")
+        print(f"server CPU: {cpu * 1e3 / len(lat):.2f} ms per call ({os.cpu_count()} cores on this machine, load {os.getloadavg()[0]:.1f})")
         if errors:
             print(f"{len(errors)} errors, first: {errors[0]}")
             return 1

@@ -386,6 +386,11 @@ fn classify(
             if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly) {
                 return SqlError::Denied("writing".into());
             }
+            // SQLite refuses writes to a view before consulting the authorizer.
+            let text = e.to_string();
+            if text.contains("cannot modify") {
+                return SqlError::Denied(format!("writing ({text})"));
+            }
             SqlError::Sqlite(e.to_string())
         }
     }
