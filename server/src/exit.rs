@@ -33,6 +33,9 @@ fn is_bad_input(err: &anyhow::Error) -> bool {
         if let Some(e) = cause.downcast_ref::<ingero_tools::ToolError>() {
             return e.is_bad_input();
         }
+        if let Some(e) = cause.downcast_ref::<ingero_demo::DemoError>() {
+            return e.is_bad_input();
+        }
         false
     })
 }

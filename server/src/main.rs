@@ -21,6 +21,8 @@ enum Command {
     Explain(cli::explain::Args),
     /// List recorded events, filtered and paged.
     Query(cli::query::Args),
+    /// Write a deterministic synthetic trace database for a known scenario.
+    Demo(cli::demo::Args),
     /// Serve trace databases to AI assistants over MCP (stdio, or HTTP with --http).
     Mcp(cli::mcp::Args),
 }
@@ -30,6 +32,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Explain(args) => cli::explain::run(args),
         Command::Query(args) => cli::query::run(args),
+        Command::Demo(args) => cli::demo::run(args),
         Command::Mcp(args) => cli::mcp::run(args),
     };
     exit::report(result)

@@ -140,7 +140,9 @@ pub fn cuda_op_by_name(name: &str) -> Option<&'static CudaOpSpec> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HostKind {
-    /// A thread was switched out; `dur_ns` is the time it then spent off-CPU.
+    /// A thread was switched out; `dur_ns` is the time it then spent off-CPU;
+    /// `arg` is 1 when it was still runnable (preempted: it waited in the run
+    /// queue), 0 when it blocked by itself, -1 when unknown.
     SchedSwitch = 1,
     /// A thread was woken and queued to run.
     SchedWakeup = 2,

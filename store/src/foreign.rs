@@ -107,7 +107,7 @@ CREATE TEMP VIEW cuda_calls AS SELECT e.rowid AS id, {session_expr} AS session_i
   JOIN cuda_ops o ON o.id = m.op_id {node_join};
 CREATE TEMP VIEW host_events AS SELECT e.rowid AS id, {session_expr} AS session_id,
     e.timestamp AS ts_ns, e.pid, e.tid, {HOST_KIND_SQL} AS kind, e.duration AS dur_ns,
-    CASE e.op WHEN 7 THEN e.arg1
+    CASE e.op WHEN 7 THEN e.arg1 WHEN 1 THEN -1
               WHEN 3 THEN (CASE WHEN e.arg0 <= 4096 THEN 0 WHEN e.arg0 <= 8192 THEN 1
                     WHEN e.arg0 <= 16384 THEN 2 WHEN e.arg0 <= 32768 THEN 3
                     WHEN e.arg0 <= 65536 THEN 4 WHEN e.arg0 <= 131072 THEN 5

@@ -39,7 +39,7 @@ pub struct HostEvent {
     pub kind: HostKind,
     /// Duration where the kind has one (off-CPU time for a switch), else 0.
     pub dur_ns: i64,
-    /// Kind-specific argument: page order, child pid, exit code.
+    /// Kind-specific argument: preempted flag (switch), page order, child pid, exit code.
     pub arg: i64,
     /// CPU the event happened on, -1 when unknown.
     pub cpu: i32,

@@ -238,6 +238,23 @@ fn capture_span(conn: &Connection) -> rusqlite::Result<Option<CaptureSpan>> {
     let pair = |sql: &str| -> rusqlite::Result<(Option<i64>, Option<i64>)> {
         conn.query_row(sql, [], |r| Ok((r.get(0)?, r.get(1)?)))
     };
+    let sess = pair("SELECT MIN(NULLIF(started_ns, 0)), MAX(NULLIF(stopped_ns, 0)) FROM sessions")?;
+    // A finished capture is bounded by its sessions: nothing is recorded
+    // outside them, so there is no need to scan the raw rows.
+    if let (Some(start), Some(stop)) = sess {
+        let any: bool = conn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM cuda_calls) OR EXISTS(SELECT 1 FROM host_events) \
+             OR EXISTS(SELECT 1 FROM aggregates) OR EXISTS(SELECT 1 FROM system_snapshots)",
+            [],
+            |r| r.get(0),
+        )?;
+        if stop >= start {
+            return Ok(any.then_some(CaptureSpan {
+                start_ns: start,
+                end_ns: stop,
+            }));
+        }
+    }
     let raw = pair(
         "SELECT MIN(lo), MAX(hi) FROM ( \
            SELECT MIN(ts_ns) AS lo, MAX(ts_ns + dur_ns) AS hi FROM cuda_calls \
@@ -249,7 +266,6 @@ fn capture_span(conn: &Connection) -> rusqlite::Result<Option<CaptureSpan>> {
         [bucket],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    let sess = pair("SELECT MIN(NULLIF(started_ns, 0)), MAX(NULLIF(stopped_ns, 0)) FROM sessions")?;
     let data_lo = raw.0.or(agg.0);
     let data_hi = raw.1.or(agg.1);
     let (Some(data_lo), Some(data_hi)) = (data_lo, data_hi) else {

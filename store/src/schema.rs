@@ -68,7 +68,7 @@ CREATE TABLE cuda_calls (
 );
 CREATE INDEX cuda_calls_ts ON cuda_calls(ts_ns);
 CREATE INDEX cuda_calls_pid_ts ON cuda_calls(pid, ts_ns);
--- Raw host events: kind 1 sched_switch (dur_ns = off-CPU time), 2 sched_wakeup,
+-- Raw host events: kind 1 sched_switch (dur_ns = off-CPU time, arg = 1 preempted / 0 blocked / -1 unknown), 2 sched_wakeup,
 -- 3 mm_page_alloc (arg = order), 4 fork (arg = child pid), 5 exec, 6 exit (arg = code).
 CREATE TABLE host_events (
     id         INTEGER PRIMARY KEY,

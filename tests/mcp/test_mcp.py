@@ -425,6 +425,16 @@ async def run_capture_enabled(binary: str, seed: Path) -> None:
             await expect_tool_error(c, f"capture enabled: {tool}", tool, args, r"capture not available on this build/host")
 
 
+async def run_bundled(binary: str, tmp: Path) -> None:
+    """Without --db: the demo is generated into the cache folder and served."""
+    cache = tmp / "cache"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    async with Client(StdioServerParameters(command=binary, args=["mcp"], env=env), mode="legacy") as c:
+        r = await c.call_tool("get_causal_chains", {})
+        C.ok("bundled: demo served without --db", not r.is_error and "dataloader" in text_of(r).lower(), text_of(r)[:300])
+    C.ok("bundled: cached in XDG_CACHE_HOME/ingero", (cache / "ingero/dataloader-starvation.db").exists(), list(cache.rglob("*")))
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -441,6 +451,7 @@ async def main() -> int:
                 ("stdio legacy", lambda: run_stdio(binary, lib, seed_copy, demo, "legacy")),
                 ("stdio 2026-07-28", lambda: run_stdio(binary, lib, seed_copy, demo, "auto")),
                 ("capture enabled", lambda: run_capture_enabled(binary, seed_copy)),
+                ("bundled database", lambda: run_bundled(binary, tmp)),
             ]
         if a.only in (None, "http"):
             steps += [("http", lambda: run_http(binary, lib, seed_copy, demo))]

@@ -45,9 +45,16 @@ pub struct Call {
     pub op_id: u16,
     /// `cudaMemcpyKind`, -1 when not a copy.
     pub copy_kind: i8,
+    /// Stream handle, 0 for the default stream or when unknown.
+    pub stream: i64,
 }
 
 impl Call {
+    /// Stream the call was made on (0 = default or unknown).
+    pub fn stream_key(&self) -> i64 {
+        self.stream
+    }
+
     /// True for host-to-device copies (or copies whose direction is unknown).
     pub fn is_upload(&self) -> bool {
         self.copy_kind as i64 == copy_kind::HOST_TO_DEVICE
@@ -200,12 +207,17 @@ impl Dataset {
         let pid_filter = scope.pid.unwrap_or(0);
         let mut calls = Vec::new();
         {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind FROM cuda_calls \
-                     WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns",
-                )
-                .map_err(q)?;
+            // Over the whole capture a plain table scan (rows arrive in time
+            // order, sorted below for late ones) beats walking the time index.
+            let whole = window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns;
+            let sql = if whole {
+                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream FROM cuda_calls NOT INDEXED \
+                 WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3)"
+            } else {
+                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream FROM cuda_calls \
+                 WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns"
+            };
+            let mut stmt = conn.prepare(sql).map_err(q)?;
             let mut rows = stmt
                 .query(params![window.lo_ns, window.hi_ns, pid_filter])
                 .map_err(q)?;
@@ -218,8 +230,10 @@ impl Dataset {
                     tid: r.get(4).map_err(q)?,
                     op_id: r.get::<_, i64>(5).map_err(q)? as u16,
                     copy_kind: r.get::<_, i64>(6).map_err(q)?.clamp(-1, 127) as i8,
+                    stream: r.get(7).map_err(q)?,
                 });
             }
+            calls.sort_by_key(|c| c.ts_ns);
         }
 
         let mut aggs = Vec::new();
@@ -325,11 +339,19 @@ impl Dataset {
             }
             Ok(out)
         };
-        let lifecycle = host_rows(
-            "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
-             WHERE kind IN (4, 5, 6) AND ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns",
-            &[],
-        )?;
+        // Process lifecycle rows, read per pid through the (pid, kind, ts) index
+        // so a large capture is never scanned whole.
+        let mut lifecycle_pids: BTreeSet<i32> = processes.keys().copied().collect();
+        lifecycle_pids.extend(aggs.iter().map(|a| a.pid));
+        let mut lifecycle = Vec::new();
+        for pid in lifecycle_pids {
+            lifecycle.extend(host_rows(
+                "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
+                 WHERE pid = ?3 AND kind IN (4, 5, 6) AND ts_ns BETWEEN ?1 AND ?2",
+                &[pid as i64],
+            )?);
+        }
+        lifecycle.sort_by_key(|h| (h.ts_ns, h.pid, h.tid));
 
         // Threads that drive the GPU: every (pid, tid) seen making CUDA calls.
         let gpu_threads: HashSet<(i32, i32)> = calls.iter().map(|c| (c.pid, c.tid)).collect();
@@ -382,11 +404,9 @@ impl Dataset {
         })
     }
 
-    /// Name of an op id (`op#N` when the catalogue lacks it).
-    pub fn op_name(&self, id: u16) -> String {
-        self.ops
-            .get(&id)
-            .map_or_else(|| format!("op#{id}"), |o| o.name.clone())
+    /// Name of an op id (`unknown op` when the catalogue lacks it).
+    pub fn op_name(&self, id: u16) -> &str {
+        self.ops.get(&id).map_or("unknown op", |o| o.name.as_str())
     }
 
     /// Class of an op id.

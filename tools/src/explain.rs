@@ -63,12 +63,20 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
     let sessions: i64 = conn
         .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))
         .map_err(q)?;
-    let raw_cuda_rows: i64 = conn
-        .query_row("SELECT COUNT(*) FROM cuda_calls", [], |r| r.get(0))
-        .map_err(q)?;
-    let raw_host_rows: i64 = conn
-        .query_row("SELECT COUNT(*) FROM host_events", [], |r| r.get(0))
-        .map_err(q)?;
+    // Native files count their raw rows in the aggregates (no table scan);
+    // foreign files are small and their totals do not say, so count directly.
+    let (cuda_sql, host_sql) = match db.format() {
+        DbFormat::Native { .. } => (
+            "SELECT COALESCE(SUM(stored), 0) FROM aggregates WHERE source = 1",
+            "SELECT COALESCE(SUM(stored), 0) FROM aggregates WHERE source = 2",
+        ),
+        DbFormat::IngeroGo { .. } => (
+            "SELECT COUNT(*) FROM cuda_calls",
+            "SELECT COUNT(*) FROM host_events",
+        ),
+    };
+    let raw_cuda_rows: i64 = conn.query_row(cuda_sql, [], |r| r.get(0)).map_err(q)?;
+    let raw_host_rows: i64 = conn.query_row(host_sql, [], |r| r.get(0)).map_err(q)?;
     let span = db.span();
     let capture = CaptureSummary {
         path: db.path().display().to_string(),

@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod explain;
 pub mod format;
+pub mod idle;
 pub mod library;
 pub mod percentile;
 pub mod processes;

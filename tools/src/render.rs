@@ -41,6 +41,8 @@ pub fn report_text(r: &Report) -> String {
         );
     }
     s.push('\n');
+    s.push_str(&idle_text(&r.chains.gpu_idle));
+    s.push('\n');
     s.push_str(&chains_text(&r.chains));
     s.push('\n');
     s.push_str(&starvation_text(&r.starvation));
@@ -53,6 +55,63 @@ pub fn report_text(r: &Report) -> String {
         for l in &r.limits {
             let _ = writeln!(s, "  - {l}");
         }
+    }
+    s
+}
+
+/// GPU-idle breakdown per GPU-driving process.
+pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
+    let mut s = String::from("GPU idle\n");
+    if list.is_empty() {
+        s.push_str("  no CUDA activity in this window\n");
+    }
+    for p in list {
+        let c = &p.causes;
+        let _ = writeln!(
+            s,
+            "  pid {} {}: GPU idle {} of {} (busy {}, inside CUDA calls {}, host wait {})",
+            p.pid,
+            p.comm,
+            pct(p.idle_share),
+            ns(p.span_ns),
+            ns(p.busy_ns),
+            ns(p.api_ns),
+            ns(p.host_wait_ns)
+        );
+        let parts = [
+            ("before first call", c.before_first_call_ns),
+            ("host compute (on-CPU, outside CUDA)", c.host_compute_ns),
+            ("during page-allocation storms", c.page_alloc_storm_ns),
+            ("preempted (run queue)", c.off_cpu_preempted_ns),
+            ("waiting on DataLoader workers", c.waiting_on_workers_ns),
+            ("blocked", c.off_cpu_blocked_ns),
+            ("off-CPU (reason not recorded)", c.off_cpu_unknown_ns),
+            ("after last call", c.after_last_call_ns),
+        ];
+        for (label, v) in parts.iter().filter(|(_, v)| *v > 0) {
+            let _ = writeln!(
+                s,
+                "      {label:<38} {:>10} ({})",
+                ns(*v),
+                pct(*v as f64 / p.host_wait_ns.max(1) as f64)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "      gaps >= 500 ms: {} ({}); chunks under 50% busy: {}/{}; launches {} ({:.1}/s, {} per sync); syncs {}; sync copies {}; pageable async copies {}",
+            p.long_gaps,
+            ns(p.long_gaps_ns),
+            p.utilization.low_chunks,
+            p.utilization.chunks,
+            count(p.launches.launches),
+            p.launches.launches_per_s,
+            p.launches
+                .launches_per_sync
+                .map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}")),
+            p.sync.syncs,
+            p.sync.sync_copies,
+            p.sync.pageable_async_copies
+        );
     }
     s
 }
@@ -213,7 +272,9 @@ pub fn stats_text(r: &OpStatsReport) -> String {
         );
     }
     let _ = writeln!(s, "  time inside CUDA calls: {}", ns(r.cuda_api_time_ns));
-    s.push_str("Host events\n");
+    if !r.host.is_empty() {
+        s.push_str("Host events\n");
+    }
     for h in &r.host {
         let extra = if h.total_bytes > 0 {
             format!(", {}", bytes(h.total_bytes))

@@ -26,6 +26,11 @@ pub struct StarvationEstimate {
     pub off_cpu_ns: i64,
     /// Context switches of the thread in that span.
     pub off_cpu_switches: i64,
+    /// Of those, preemptions (the thread was runnable and waited in the run
+    /// queue); `None` when the recorder did not say which switches were preemptions.
+    pub preemptions: Option<i64>,
+    /// Off-CPU time after preemptions: time spent waiting for a core, ns.
+    pub run_queue_wait_ns: Option<i64>,
     /// On-CPU time outside CUDA calls (Python, data preparation), ns.
     pub host_compute_ns: i64,
     /// Share of wall time outside CUDA calls: the GPU got no new work from
@@ -85,14 +90,24 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
         .sum();
     let mut off = 0i64;
     let mut switches = 0i64;
+    let (mut preempt, mut rq_wait, mut flagged) = (0i64, 0i64, 0i64);
     for h in ds
         .gpu_thread_switches
         .iter()
         .filter(|h| h.pid == pid && h.tid == tid && h.ts_ns >= first && h.ts_ns <= last)
     {
-        off += h.dur_ns.min(last - h.ts_ns).max(0);
+        let d = h.dur_ns.min(last - h.ts_ns).max(0);
+        off += d;
         switches += 1;
+        if h.arg >= 0 {
+            flagged += 1;
+        }
+        if h.arg == 1 {
+            preempt += 1;
+            rq_wait += d;
+        }
     }
+    let known = switches > 0 && flagged == switches;
     let off = off.min(wall - api).max(0);
     let host = (wall - api - off).max(0);
     let pid_switches = ds.host_totals(HostKind::SchedSwitch, Some(pid));
@@ -120,6 +135,8 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
         sync_wait_ns: sync,
         off_cpu_ns: off,
         off_cpu_switches: switches,
+        preemptions: known.then_some(preempt),
+        run_queue_wait_ns: known.then_some(rq_wait),
         host_compute_ns: host,
         starved_share: (wall - api) as f64 / wall as f64,
         off_cpu_share: off as f64 / wall as f64,

@@ -206,7 +206,7 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>) -> OpStat
     };
     let info = ds.ops.get(&op_id);
     OpStats {
-        op: ds.op_name(op_id),
+        op: ds.op_name(op_id).to_string(),
         api: info.map_or(CudaApi::Runtime, |o| o.api),
         class: info.map_or(OpClass::Other, |o| o.class),
         count,

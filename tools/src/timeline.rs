@@ -153,7 +153,7 @@ pub fn timeline_of(ds: &Dataset, bucket_ns: Option<i64>) -> Result<Timeline> {
         let b = &mut buckets[i];
         if b.slowest_call_ns.is_none_or(|s| c.dur_ns > s) {
             b.slowest_call_ns = Some(c.dur_ns);
-            b.slowest_op = Some(ds.op_name(c.op_id));
+            b.slowest_op = Some(ds.op_name(c.op_id).to_string());
         }
     }
     let mut cpu: Vec<(f64, f64, u32)> = vec![(0.0, 0.0, 0); n];

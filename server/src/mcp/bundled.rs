@@ -62,11 +62,14 @@ fn generate_demo(dir: &Path, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The single call into the demo generator. The `ingero-demo` crate is not
-/// part of this build yet; once it is, this body becomes
-/// `ingero_demo::generate(Scenario::DataloaderStarvation, path, &DemoOptions::default())`.
-fn generate_dataloader_starvation(_path: &Path) -> anyhow::Result<()> {
-    anyhow::bail!("the demo generator is not part of this build")
+/// The single call into the demo generator.
+fn generate_dataloader_starvation(path: &Path) -> anyhow::Result<()> {
+    let options = ingero_demo::DemoOptions {
+        overwrite: true,
+        ..ingero_demo::DemoOptions::default()
+    };
+    ingero_demo::generate(ingero_demo::Scenario::DataloaderStarvation, path, &options)?;
+    Ok(())
 }
 
 /// A recorded database under `investigations/` (next to the working folder

@@ -138,6 +138,11 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 fn refuse(status: StatusCode, message: &'static str) -> Response {
     let mut response = (status, message).into_response();
+    // The request body is left unread: tell the client not to reuse the
+    // connection, which the server closes.
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(
             header::WWW_AUTHENTICATE,

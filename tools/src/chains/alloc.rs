@@ -11,6 +11,9 @@ const FIX: &str = "Stop allocating in the loop: keep tensor shapes stable so PyT
 allocator reuses blocks, preallocate buffers once, avoid torch.cuda.empty_cache() in the loop, and set \
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to cut fragmentation-driven cudaMalloc calls.";
 
+/// Slow allocations closer than this belong to one episode, ns.
+const EPISODE_GAP_NS: i64 = 250_000_000;
+
 /// Detects recurring slow device allocations in the main GPU process.
 pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let ds = ctx.ds;
@@ -41,11 +44,50 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     if late.len() < 3 {
         return None;
     }
-    let gaps: Vec<f64> = late.windows(2).map(|w| (w[1].0 - w[0].0) as f64).collect();
-    let mean_gap = gaps.iter().sum::<f64>() / gaps.len() as f64;
-    let sd = (gaps.iter().map(|g| (g - mean_gap).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+    // Slow allocations come in episodes (one allocator miss triggers several
+    // calls): group calls closer than EPISODE_GAP_NS and time the episodes.
+    let mut episodes: Vec<(i64, i64)> = Vec::new();
+    for s in &late {
+        match episodes.last_mut() {
+            Some(e) if s.0 - e.1 <= EPISODE_GAP_NS => e.1 = s.0 + s.1,
+            _ => episodes.push((s.0, s.0 + s.1)),
+        }
+    }
+    let gaps: Vec<f64> = episodes
+        .windows(2)
+        .map(|w| (w[1].0 - w[0].0) as f64)
+        .collect();
+    let mean_gap = if gaps.is_empty() {
+        0.0
+    } else {
+        gaps.iter().sum::<f64>() / gaps.len() as f64
+    };
+    let sd = if gaps.is_empty() {
+        0.0
+    } else {
+        (gaps.iter().map(|g| (g - mean_gap).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt()
+    };
     let cv = if mean_gap > 0.0 { sd / mean_gap } else { 1.0 };
-    let excess: i64 = late.iter().map(|s| s.1 - s.2).sum();
+    // Synchronisations right after an episode stall on the allocation too.
+    let sync_p50 = ctx
+        .main_ops
+        .iter()
+        .filter(|o| o.class == OpClass::Sync)
+        .filter_map(|o| o.p50_ns)
+        .min()
+        .unwrap_or(0);
+    let stall: i64 = ctx
+        .main_calls()
+        .filter(|c| {
+            ds.op_class(c.op_id) == OpClass::Sync
+                && c.dur_ns >= 10 * sync_p50.max(1)
+                && episodes
+                    .iter()
+                    .any(|e| c.ts_ns >= e.0 && c.ts_ns <= e.1 + EPISODE_GAP_NS)
+        })
+        .map(|c| c.dur_ns - sync_p50)
+        .sum();
+    let excess: i64 = late.iter().map(|s| s.1 - s.2).sum::<i64>() + stall;
     let alloc_time: i64 = ctx
         .main_ops
         .iter()
@@ -57,8 +99,8 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         .iter()
         .map(|s| s.1 as f64 / s.2.max(1) as f64)
         .fold(0.0, f64::max);
-    let periodic = cv < 0.5;
-    let evidence_pts = 15.0 * (late.len() as f64 / 10.0).min(1.0)
+    let periodic = episodes.len() >= 3 && cv < 0.5;
+    let evidence_pts = 15.0 * (episodes.len() as f64 / 5.0).min(1.0)
         + if periodic { 15.0 } else { 5.0 }
         + 15.0 * (worst_ratio.log10() / 2.0).clamp(0.0, 1.0)
         + 15.0 * (alloc_time as f64 / api as f64).min(1.0);
@@ -69,9 +111,10 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         "at irregular intervals".to_string()
     };
     let summary = format!(
-        "{} slow device allocations ({}) {period_text}, up to {worst_ratio:.0}x their median <- allocator cache misses",
+        "{} slow device allocations ({}) in {} episodes {period_text}, up to {worst_ratio:.0}x their median, then sync stalls <- allocator cache misses",
         late.len(),
-        ops.join(", ")
+        ops.join(", "),
+        episodes.len()
     );
     let root_cause = format!(
         "Device allocations in {main} recur {period_text} at up to {worst_ratio:.0}x their usual time: the caching allocator runs out of free blocks and calls the driver, stalling the loop ({} lost).",
@@ -81,8 +124,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         step(
             "CUDA",
             format!(
-                "{} allocations >= 10x median {period_text} (interval variation {:.0}%)",
+                "{} allocations >= 10x median in {} episodes {period_text} (interval variation {:.0}%)",
                 late.len(),
+                episodes.len(),
                 cv * 100.0
             ),
         ),
@@ -96,6 +140,8 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     ];
     let evidence = vec![
         Evidence::new("slow_allocations", late.len() as f64, "count", "raw rows"),
+        Evidence::new("episodes", episodes.len() as f64, "count", "raw rows"),
+        Evidence::new("sync_stall_after_episodes", stall as f64, "ns", "raw rows"),
         Evidence::new("mean_interval", mean_gap, "ns", "raw rows"),
         Evidence::new("interval_variation", cv * 100.0, "percent", "raw rows"),
         Evidence::new("worst_ratio_to_median", worst_ratio, "ratio", "raw rows"),

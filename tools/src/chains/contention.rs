@@ -192,10 +192,18 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ),
     ));
     if let Some(s) = st {
+        let preempt = match (s.preemptions, s.run_queue_wait_ns) {
+            (Some(p), Some(w)) => format!(
+                ", {} preemptions with {} waiting in the run queue",
+                format::count(p),
+                format::ns(w)
+            ),
+            _ => String::new(),
+        };
         steps.push(step(
             "HOST",
             format!(
-                "GPU thread {} of {main}: {} context switches, {} off-CPU ({} of its wall time); process total {} switches",
+                "GPU thread {} of {main}: {} context switches, {} off-CPU ({} of its wall time){preempt}; process total {} switches",
                 s.gpu_thread,
                 format::count(s.off_cpu_switches),
                 format::ns(s.off_cpu_ns),

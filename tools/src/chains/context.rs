@@ -1,6 +1,7 @@
 //! Facts every chain detector needs, computed once.
 
 use crate::dataset::{Call, Dataset};
+use crate::idle::{idle_of, ProcessIdle};
 use crate::processes::{main_processes, role_of, Role};
 use crate::starvation::{starvation_of, StarvationEstimate};
 use crate::stats::{ops_for, OpStats};
@@ -81,6 +82,8 @@ pub struct Context<'a> {
     pub symptoms: Vec<Symptom>,
     /// Wall-time breakdown of the main process's GPU thread.
     pub starvation: Option<StarvationEstimate>,
+    /// GPU-idle breakdown of every GPU-driving process.
+    pub idle: Vec<ProcessIdle>,
     /// CPU saturation.
     pub sat: Saturation,
     /// Interval between system samples, ns.
@@ -148,6 +151,7 @@ impl<'a> Context<'a> {
             ));
         }
         Context {
+            idle: idle_of(ds),
             ds,
             main,
             mains,
@@ -180,17 +184,27 @@ impl<'a> Context<'a> {
         self.ds.calls.iter().filter(move |c| Some(c.pid) == main)
     }
 
+    /// Median duration of the main process's calls, by op id.
+    pub fn p50_by_op(&self) -> BTreeMap<u16, i64> {
+        let by_name: BTreeMap<&str, i64> = self
+            .main_ops
+            .iter()
+            .filter_map(|o| o.p50_ns.map(|p| (o.op.as_str(), p)))
+            .collect();
+        self.ds
+            .ops
+            .iter()
+            .filter_map(|(id, info)| by_name.get(info.name.as_str()).map(|p| (*id, *p)))
+            .collect()
+    }
+
     /// Raw calls of the main process that are far slower than their op's
     /// median (at least 10x and at least 100 us more).
     pub fn slow_calls(&self) -> Vec<&Call> {
-        let p50: BTreeMap<String, i64> = self
-            .main_ops
-            .iter()
-            .filter_map(|o| o.p50_ns.map(|p| (o.op.clone(), p)))
-            .collect();
+        let p50 = self.p50_by_op();
         self.main_calls()
             .filter(|c| {
-                p50.get(&self.ds.op_name(c.op_id))
+                p50.get(&c.op_id)
                     .is_some_and(|p| c.dur_ns >= 10 * p && c.dur_ns - p >= 100_000)
             })
             .collect()
@@ -198,17 +212,10 @@ impl<'a> Context<'a> {
 
     /// Time those slow calls spent beyond their op's median, ns.
     pub fn slow_excess_ns(&self, calls: &[&Call]) -> i64 {
+        let p50 = self.p50_by_op();
         calls
             .iter()
-            .map(|c| {
-                let p = self
-                    .main_ops
-                    .iter()
-                    .find(|o| o.op == self.ds.op_name(c.op_id))
-                    .and_then(|o| o.p50_ns)
-                    .unwrap_or(0);
-                (c.dur_ns - p).max(0)
-            })
+            .map(|c| (c.dur_ns - p50.get(&c.op_id).copied().unwrap_or(0)).max(0))
             .sum()
     }
 

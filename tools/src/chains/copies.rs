@@ -64,7 +64,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         let mut v: Vec<String> = ctx
             .main_calls()
             .filter(|c| ds.op_class(c.op_id) == OpClass::Copy && c.bytes >= BIG_COPY_BYTES)
-            .map(|c| ds.op_name(c.op_id))
+            .map(|c| ds.op_name(c.op_id).to_string())
             .collect();
         v.sort();
         v.dedup();

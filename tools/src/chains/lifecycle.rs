@@ -192,7 +192,7 @@ pub fn detect_fork_storm(ctx: &Context) -> Option<CausalChain> {
         steps,
         evidence,
         hit.iter()
-            .map(|c| ds.op_name(c.op_id))
+            .map(|c| ds.op_name(c.op_id).to_string())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect(),

@@ -125,7 +125,7 @@ pub fn detect_page_storm(ctx: &Context) -> Option<CausalChain> {
         steps,
         evidence,
         hit.iter()
-            .map(|c| ds.op_name(c.op_id))
+            .map(|c| ds.op_name(c.op_id).to_string())
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect(),

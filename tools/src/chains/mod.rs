@@ -1,7 +1,7 @@
 //! Causal chains: tail latency and lost time in CUDA calls, linked by time
 //! window and pid to the host cause that explains it, with evidence and a fix.
 //!
-//! Each detector ([`contention`], [`memory`], [`copies`], [`alloc`],
+//! Each detector ([`pipeline`], [`contention`], [`memory`], [`copies`], [`alloc`],
 //! [`lifecycle`], [`gpu_bound`]) looks at the shared [`context::Context`] and
 //! returns at most one chain. A chain's score is its evidence strength
 //! (0-60) plus its impact (0-40: the share of the GPU thread's wall time the
@@ -14,9 +14,11 @@ pub mod copies;
 pub mod gpu_bound;
 pub mod lifecycle;
 pub mod memory;
+pub mod pipeline;
 
 use crate::dataset::Dataset;
 use crate::error::Result;
+use crate::idle::ProcessIdle;
 use crate::scope::Scope;
 use crate::stats::WindowInfo;
 use context::{Context, Symptom};
@@ -27,6 +29,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
+    /// The GPU idles while its feeding thread prepares input on the CPU
+    /// (per-sample DataLoader fetch and collate).
+    HostInputPipeline,
     /// The training job's own DataLoader workers saturate the CPU and preempt the GPU thread.
     DataloaderWorkerContention,
     /// Processes outside the job saturate the CPU and preempt the GPU thread.
@@ -51,6 +56,7 @@ impl Cause {
     /// Stable snake_case name.
     pub fn name(self) -> &'static str {
         match self {
+            Cause::HostInputPipeline => "host_input_pipeline",
             Cause::DataloaderWorkerContention => "dataloader_worker_contention",
             Cause::CpuContention => "cpu_contention",
             Cause::PageAllocStorm => "page_alloc_storm",
@@ -170,6 +176,8 @@ pub struct CausalChain {
 pub struct ChainReport {
     /// The window covered.
     pub window: WindowInfo,
+    /// How idle the GPU was per GPU-driving process, and why (read this first).
+    pub gpu_idle: Vec<ProcessIdle>,
     /// Chains, strongest first.
     pub chains: Vec<CausalChain>,
     /// CUDA-side symptoms of the main GPU process (tails, sync and copy shares).
@@ -188,6 +196,7 @@ pub fn causal_chains(db: &TraceDb, scope: &Scope) -> Result<ChainReport> {
 pub fn chains_of(ds: &Dataset) -> ChainReport {
     let ctx = Context::build(ds);
     let mut chains: Vec<CausalChain> = [
+        pipeline::detect(&ctx),
         contention::detect(&ctx),
         copies::detect(&ctx),
         alloc::detect(&ctx),
@@ -215,6 +224,7 @@ pub fn chains_of(ds: &Dataset) -> ChainReport {
     }
     ChainReport {
         window: WindowInfo::of(ds),
+        gpu_idle: ctx.idle.clone(),
         chains,
         symptoms: ctx.symptoms.clone(),
         notes,

@@ -1,0 +1,157 @@
+//! The host-side input pipeline: the GPU idles because the thread that feeds
+//! it spends its time preparing data on the CPU (per-sample fetch and collate).
+
+use super::context::Context;
+use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::format;
+use ingero_store::HostKind;
+
+const FIX: &str = "Index pre-shuffled tensors directly, or use batched sampling: for data already \
+in memory, draw one permutation per epoch (torch.randperm) and slice whole batches from the tensor \
+instead of fetching and collating samples one by one; with a Dataset, pass a BatchSampler so \
+__getitem__ receives all indices of a batch at once (batch_size=None on the DataLoader).";
+
+/// Detects a GPU left idle by CPU-side input preparation in its own thread.
+pub fn detect(ctx: &Context) -> Option<CausalChain> {
+    let ds = ctx.ds;
+    let main = ctx.main?;
+    let idle = ctx.idle.iter().find(|p| p.pid == main)?;
+    let c = &idle.causes;
+    let feeding = idle.host_wait_ns - c.before_first_call_ns - c.after_last_call_ns;
+    if idle.idle_share < 0.5 || feeding <= 0 {
+        return None;
+    }
+    let on_cpu = c.host_compute_ns + c.page_alloc_storm_ns;
+    let compute_share = on_cpu as f64 / feeding as f64;
+    if compute_share < 0.5 {
+        return None;
+    }
+    let pages = ds.host_totals(HostKind::PageAlloc, Some(main));
+    let period = idle.step_period_ns;
+    let evidence_pts = 30.0 * idle.idle_share
+        + 20.0 * compute_share.min(1.0)
+        + if idle.long_gaps > 0 || period.is_some_and(|p| p >= 100_000_000) {
+            10.0
+        } else {
+            0.0
+        };
+    let score = evidence_pts + impact_points(idle.idle_share * compute_share);
+    let period_text = if idle.long_gaps > 0 {
+        format!(", {} idle gaps >= 500 ms", idle.long_gaps)
+    } else {
+        period.map_or_else(String::new, |p| {
+            format!(", median {} between synchronisations", format::ns(p))
+        })
+    };
+    let summary = format!(
+        "GPU idle {} of {} <- GPU thread {} busy on the CPU outside CUDA for {}{period_text} <- host-side input pipeline (per-sample DataLoader fetch/collate)",
+        format::pct(idle.idle_share),
+        format::ns(idle.span_ns),
+        idle.gpu_thread,
+        format::ns(on_cpu)
+    );
+    let root_cause = format!(
+        "The host-side input pipeline: {main}'s GPU thread spends {} on the CPU outside CUDA calls preparing batches (per-sample fetch and collate, {} page allocations while building them), so the GPU receives work only {} of the time.",
+        format::ns(on_cpu),
+        format::count(pages.count),
+        format::pct(1.0 - idle.idle_share)
+    );
+    let mut steps = vec![
+        step(
+            "CUDA",
+            format!(
+                "GPU busy {} (inside CUDA calls {}) of {}: idle {}",
+                format::ns(idle.busy_ns),
+                format::ns(idle.api_ns),
+                format::ns(idle.span_ns),
+                format::pct(idle.idle_share)
+            ),
+        ),
+        step(
+            "HOST",
+            format!(
+                "host wait {}: on-CPU outside CUDA {} ({} of the time between its calls), off-CPU {}, before the first call {}, after the last {}",
+                format::ns(idle.host_wait_ns),
+                format::ns(on_cpu),
+                format::pct(compute_share),
+                format::ns(
+                    c.off_cpu_preempted_ns
+                        + c.off_cpu_blocked_ns
+                        + c.off_cpu_unknown_ns
+                        + c.waiting_on_workers_ns
+                ),
+                format::ns(c.before_first_call_ns),
+                format::ns(c.after_last_call_ns)
+            ),
+        ),
+    ];
+    if idle.long_gaps > 0 {
+        steps.push(step(
+            "CUDA",
+            format!(
+                "{} idle gaps >= 500 ms totalling {}; GPU under 50% busy in {} of {} chunks",
+                idle.long_gaps,
+                format::ns(idle.long_gaps_ns),
+                idle.utilization.low_chunks,
+                idle.utilization.chunks
+            ),
+        ));
+    }
+    if pages.count > 0 {
+        steps.push(step(
+            "HOST",
+            format!(
+                "{} page allocations ({}) in {main}: fresh memory for every collated batch",
+                format::count(pages.count),
+                format::bytes(pages.sum_bytes)
+            ),
+        ));
+    }
+    let mut evidence = vec![
+        Evidence::new(
+            "gpu_idle_share",
+            idle.idle_share * 100.0,
+            "percent",
+            "raw rows",
+        ),
+        Evidence::new("lifetime", idle.span_ns as f64, "ns", "raw rows"),
+        Evidence::new("gpu_busy", idle.busy_ns as f64, "ns", "raw rows"),
+        Evidence::new(
+            "cuda_api_time",
+            idle.api_ns as f64,
+            "ns",
+            "raw rows and aggregates",
+        ),
+        Evidence::new("host_compute", on_cpu as f64, "ns", "raw rows"),
+        Evidence::new(
+            "host_compute_share_of_wait",
+            compute_share * 100.0,
+            "percent",
+            "raw rows",
+        ),
+        Evidence::new("long_idle_gaps", idle.long_gaps as f64, "count", "raw rows"),
+        Evidence::new(
+            "main_page_allocs",
+            pages.count as f64,
+            "count",
+            "aggregates",
+        ),
+    ];
+    if let Some(p) = period {
+        evidence.push(Evidence::new("step_period", p as f64, "ns", "raw rows"));
+    }
+    let start = ds.window.lo_ns.max(ds.span.start_ns);
+    Some(chain(
+        ctx,
+        Cause::HostInputPipeline,
+        score,
+        summary,
+        root_cause,
+        steps,
+        evidence,
+        Vec::new(),
+        vec![main],
+        (start, start + idle.span_ns),
+        FIX,
+    ))
+}
