@@ -3,6 +3,7 @@
 
 mod cli;
 mod exit;
+mod mcp;
 
 use clap::{Parser, Subcommand};
 
@@ -16,6 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve trace databases to AI assistants over MCP (stdio, or HTTP with --http).
+    Mcp(cli::mcp::Args),
     /// Causal chains, per-process breakdown and op statistics for a trace database.
     Explain(cli::explain::Args),
     /// List recorded events, filtered and paged.
@@ -40,6 +43,7 @@ fn main() -> std::process::ExitCode {
         Command::Trace(args) => cli::trace::run(args),
         Command::Check(args) => cli::check::run(args),
         Command::Demo(args) => cli::demo::run(args),
+        Command::Mcp(args) => cli::mcp::run(args),
         Command::Report(args) => cli::report::run(args),
         Command::Export(args) => cli::export::run(args),
     };

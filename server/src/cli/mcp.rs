@@ -1,0 +1,104 @@
+//! `ingero mcp`: serve trace databases to AI assistants over MCP.
+
+use crate::mcp::{self, http::HttpOptions, Config};
+use anyhow::Context;
+use ingero_tools::library::Library;
+use ingero_tools::sql::SqlLimits;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `ingero mcp`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Trace database to serve (native or Ingero). Without it, a bundled
+    /// demo investigation (dataloader starvation) is served.
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8080) under /mcp
+    /// instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Folder list_databases and open_database may read [default: the folder of --db].
+    #[arg(long, value_name = "DIR")]
+    pub allow_dir: Option<PathBuf>,
+    /// Let clients start live captures (start_trace).
+    #[arg(long)]
+    pub allow_capture: bool,
+    /// Bearer token HTTP clients must send (or INGERO_TOKEN); required to bind beyond loopback.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Extra browser Origin allowed over HTTP besides localhost (repeatable).
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Largest HTTP request body accepted, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// Longest a run_sql query may run, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    pub sql_timeout: f64,
+}
+
+/// Runs the server until the client (stdio) or a signal (HTTP) ends it.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    init_logging();
+    let default_db = match &args.db {
+        Some(p) => p
+            .canonicalize()
+            .map_err(|_| ingero_store::StoreError::NotFound(p.clone()))?,
+        None => mcp::bundled::bundled_database()?,
+    };
+    // Fail early (exit 2) on a file that is not a trace database.
+    ingero_store::TraceDb::open(&default_db)?;
+    let allow_dir = match &args.allow_dir {
+        Some(d) => d.clone(),
+        None => default_db
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(".")),
+    };
+    let library = Library::new(&allow_dir)?;
+    if !(args.sql_timeout.is_finite() && args.sql_timeout > 0.0) {
+        anyhow::bail!("--sql-timeout must be a positive number of seconds");
+    }
+    let config = Config {
+        default_db,
+        library,
+        allow_capture: args.allow_capture,
+        sql_limits: SqlLimits {
+            timeout: Duration::from_secs_f64(args.sql_timeout),
+            ..SqlLimits::default()
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the async runtime")?;
+    match args.http {
+        None => runtime.block_on(mcp::stdio::serve(config)),
+        Some(addr) => {
+            let token = args
+                .token
+                .or_else(|| std::env::var("INGERO_TOKEN").ok())
+                .filter(|t| !t.is_empty());
+            let options = HttpOptions {
+                addr,
+                token,
+                allow_origins: args.allow_origin,
+                max_body_bytes: args.max_body,
+            };
+            runtime.block_on(mcp::http::serve(config, options))
+        }
+    }
+}
+
+/// Logs go to stderr, never stdout (stdout carries the protocol on stdio).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("INGERO_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("ingero=info,rmcp=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}

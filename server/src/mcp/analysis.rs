@@ -1,0 +1,359 @@
+//! Analysis tools: thin adapters from MCP arguments to `ingero-tools`
+//! functions. No analysis happens here.
+
+use super::server::{failure, structured, IngeroMcp};
+use ingero_store::{parse_duration_ns, TimeWindow};
+use ingero_tools::chains::{causal_chains, ChainReport};
+use ingero_tools::events::{query_events, EventPage, EventQuery};
+use ingero_tools::explain::{explain, Report};
+use ingero_tools::processes::{per_process, ProcessBreakdown};
+use ingero_tools::render;
+use ingero_tools::stats::{op_stats, OpStatsReport};
+use ingero_tools::timeline::{timeline, Timeline};
+use ingero_tools::{Scope, ToolError};
+use rmcp::handler::server::tool::schema_for_output;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, ErrorData, RoleServer};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Largest page `get_events` returns.
+pub const MAX_EVENT_LIMIT: u32 = 1_000;
+/// Page size when none is given.
+pub const DEFAULT_EVENT_LIMIT: u32 = 100;
+
+/// Window, process and database shared by the analysis tools.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ScopeArgs {
+    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m", "1h30m". Whole capture when absent.
+    pub since: Option<String>,
+    /// Drop the end of the capture: a duration before its end, e.g. "10s". Up to the end when absent.
+    pub until: Option<String>,
+    /// Only this process id.
+    pub pid: Option<i32>,
+    /// Database to read (a name from list_databases); the session's current database when absent.
+    pub db: Option<String>,
+}
+
+/// Arguments of `get_timeline`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct TimelineArgs {
+    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m". Whole capture when absent.
+    pub since: Option<String>,
+    /// Drop the end of the capture: a duration before its end, e.g. "10s".
+    pub until: Option<String>,
+    /// Only this process id.
+    pub pid: Option<i32>,
+    /// Database to read (a name from list_databases); the session's current database when absent.
+    pub db: Option<String>,
+    /// Bucket width, e.g. "1s" or "100ms"; chosen from the window length when absent.
+    pub bucket: Option<String>,
+}
+
+/// Arguments of `get_events`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct EventsArgs {
+    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m".
+    pub since: Option<String>,
+    /// Drop the end of the capture: a duration before its end, e.g. "10s".
+    pub until: Option<String>,
+    /// Only this process id.
+    pub pid: Option<i32>,
+    /// Database to read (a name from list_databases); the session's current database when absent.
+    pub db: Option<String>,
+    /// Only this CUDA op (e.g. "cudaStreamSynchronize") or host event kind (e.g. "sched_switch").
+    pub op: Option<String>,
+    /// Page size (default 100, at most 1000).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u32>,
+    /// Events to skip, for paging (use next_offset from the previous page).
+    pub offset: Option<u64>,
+    /// Only events at least this long, e.g. "1ms" (off-CPU time for sched_switch).
+    pub min_dur: Option<String>,
+}
+
+/// Turns the window strings into a [`Scope`].
+fn scope_of(
+    since: Option<&str>,
+    until: Option<&str>,
+    pid: Option<i32>,
+) -> Result<Scope, CallToolResult> {
+    let window = TimeWindow::parse(since, until).map_err(|e| failure(e.to_string()))?;
+    Ok(Scope { window, pid })
+}
+
+macro_rules! bail_tool {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(result) => return Ok(result),
+        }
+    };
+}
+
+impl IngeroMcp {
+    /// Runs one analysis through the result cache: reused while the file is
+    /// unchanged, computed on the pool otherwise.
+    async fn analyse<T, F>(
+        &self,
+        tool: &'static str,
+        key: String,
+        db: Option<&str>,
+        ctx: &RequestContext<RoleServer>,
+        job: F,
+        text: fn(&T) -> String,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        T: Serialize + Send + 'static,
+        F: FnOnce(&ingero_store::TraceDb) -> Result<T, ToolError> + Send + 'static,
+    {
+        let pool = bail_tool!(self.pick_db(db));
+        let stamp = super::cache::Stamp::of(pool.path());
+        if let Some(stamp) = stamp {
+            if let Some(hit) = self.shared.cache.get(pool.path(), tool, &key, stamp) {
+                return Ok(hit);
+            }
+        }
+        let path = pool.path().to_path_buf();
+        let out = self.run_on(pool, ctx, tool, job).await;
+        let result = finish(out, tool, text)?;
+        if let Some(stamp) = stamp {
+            self.shared.cache.put(&path, tool, key, stamp, &result);
+        }
+        Ok(result)
+    }
+}
+
+/// Cache key of a tool's arguments (the database is keyed separately).
+fn key_of(since: &Option<String>, until: &Option<String>, pid: Option<i32>, extra: &str) -> String {
+    format!("{since:?}|{until:?}|{pid:?}|{extra}")
+}
+
+/// Maps an analysis outcome to a tool result, rendered as text by `text`.
+fn finish<T: Serialize>(
+    outcome: Result<Result<T, ToolError>, CallToolResult>,
+    what: &str,
+    text: fn(&T) -> String,
+) -> Result<CallToolResult, ErrorData> {
+    match outcome {
+        Err(tool_err) => Ok(tool_err),
+        Ok(Err(e)) => {
+            if !e.is_bad_input() {
+                tracing::warn!(error = %e, "{what} failed");
+            }
+            Ok(failure(e.to_string()))
+        }
+        Ok(Ok(value)) => {
+            let rendered = text(&value);
+            structured(&value, rendered)
+        }
+    }
+}
+
+#[tool_router(router = analysis_router, vis = "pub(crate)")]
+impl IngeroMcp {
+    /// The whole report in one call (what `ingero explain --json` prints): capture summary, causal chains, GPU starvation estimate per thread, per-process breakdown, op statistics and what the data cannot support.
+    #[tool(
+        name = "explain",
+        annotations(title = "Full explanation", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<Report>()
+    )]
+    pub(crate) async fn explain(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let key = key_of(&args.since, &args.until, args.pid, "");
+        self.analyse(
+            "explain",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| explain(db, &scope),
+            render::report_text,
+        )
+        .await
+    }
+
+    /// Per CUDA op: count, total, mean, p50/p95/p99 and max duration (and whether they are exact or estimated), plus host event totals. Start here.
+    #[tool(
+        name = "get_trace_stats",
+        annotations(title = "CUDA op statistics", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<OpStatsReport>()
+    )]
+    pub(crate) async fn get_trace_stats(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let key = key_of(&args.since, &args.until, args.pid, "");
+        self.analyse(
+            "get_trace_stats",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| op_stats(db, &scope),
+            render::stats_text,
+        )
+        .await
+    }
+
+    /// Causal chains linking a host cause (off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies), ranked by severity.
+    #[tool(
+        name = "get_causal_chains",
+        annotations(title = "Causal chains", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<ChainReport>()
+    )]
+    pub(crate) async fn get_causal_chains(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let key = key_of(&args.since, &args.until, args.pid, "");
+        self.analyse(
+            "get_causal_chains",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| causal_chains(db, &scope),
+            render::chains_text,
+        )
+        .await
+    }
+
+    /// Per process: CUDA calls and time, host events, off-CPU time; shows which process waits and which works.
+    #[tool(
+        name = "get_per_process_breakdown",
+        annotations(title = "Per-process breakdown", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<ProcessBreakdown>()
+    )]
+    pub(crate) async fn get_per_process_breakdown(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let key = key_of(&args.since, &args.until, args.pid, "");
+        self.analyse(
+            "get_per_process_breakdown",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| per_process(db, &scope),
+            render::processes_text,
+        )
+        .await
+    }
+
+    /// Activity per time bucket (CUDA time by class, host events): when stalls happen, periodic or not.
+    #[tool(
+        name = "get_timeline",
+        annotations(title = "Timeline", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<Timeline>()
+    )]
+    pub(crate) async fn get_timeline(
+        &self,
+        Parameters(args): Parameters<TimelineArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let bucket_ns = match args.bucket.as_deref().map(parse_duration_ns).transpose() {
+            Ok(Some(0)) => return Ok(failure("bucket must be longer than zero".into())),
+            Ok(b) => b,
+            Err(e) => return Ok(failure(e.to_string())),
+        };
+        let key = key_of(
+            &args.since,
+            &args.until,
+            args.pid,
+            &format!("{bucket_ns:?}"),
+        );
+        self.analyse(
+            "get_timeline",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| timeline(db, &scope, bucket_ns),
+            render::timeline_text,
+        )
+        .await
+    }
+
+    /// Raw events (CUDA calls and host events), filtered by window, pid and op, newest last, paged with limit/offset.
+    #[tool(
+        name = "get_events",
+        annotations(title = "Raw events", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<EventPage>()
+    )]
+    pub(crate) async fn get_events(
+        &self,
+        Parameters(args): Parameters<EventsArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let limit = args.limit.unwrap_or(DEFAULT_EVENT_LIMIT);
+        if limit == 0 || limit > MAX_EVENT_LIMIT {
+            return Ok(failure(format!(
+                "limit must be between 1 and {MAX_EVENT_LIMIT}"
+            )));
+        }
+        let min_dur_ns = match args.min_dur.as_deref().map(parse_duration_ns).transpose() {
+            Ok(d) => d,
+            Err(e) => return Ok(failure(e.to_string())),
+        };
+        let query = EventQuery {
+            scope,
+            op: args.op.clone().filter(|o| !o.trim().is_empty()),
+            min_dur_ns,
+            limit,
+            offset: args.offset.unwrap_or(0),
+        };
+        let key = key_of(
+            &args.since,
+            &args.until,
+            args.pid,
+            &format!(
+                "{:?}|{:?}|{}|{}",
+                query.op, query.min_dur_ns, query.limit, query.offset
+            ),
+        );
+        self.analyse(
+            "get_events",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| query_events(db, &query),
+            render::events_text,
+        )
+        .await
+    }
+}

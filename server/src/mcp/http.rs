@@ -1,0 +1,302 @@
+//! `ingero mcp --http ADDR`: streamable HTTP under `/mcp`, in axum.
+//!
+//! Protection, outermost first: a request-size cap; `Origin` validation
+//! against localhost plus an explicit allow-list (browsers are the attack
+//! path for a local server); bearer-token authentication when a token is
+//! configured, which is mandatory for a non-loopback bind. rmcp itself
+//! checks `Host` (DNS rebinding) and `Origin` again, and handles sessions
+//! for both the 2026-07-28 (stateless) and older (`initialize`) protocols.
+
+use super::server::IngeroMcp;
+use super::Config;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+use tower_http::limit::RequestBodyLimitLayer;
+
+/// HTTP-specific settings.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Address to listen on.
+    pub addr: SocketAddr,
+    /// Bearer token clients must present; required off loopback.
+    pub token: Option<String>,
+    /// Extra browser origins allowed besides localhost, e.g. `https://app.example.com`.
+    pub allow_origins: Vec<String>,
+    /// Largest request body accepted, bytes.
+    pub max_body_bytes: usize,
+}
+
+/// Why the HTTP server refuses to start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpSetupError {
+    /// Binding beyond loopback without a token would expose traces to the network.
+    #[error("refusing to listen on {0} without a token: set --token or INGERO_TOKEN (or bind 127.0.0.1)")]
+    NeedsToken(SocketAddr),
+    /// An `--allow-origin` value is not `scheme://host[:port]`.
+    #[error(
+        "bad --allow-origin {0:?}: expected scheme://host[:port], e.g. https://app.example.com"
+    )]
+    BadOrigin(String),
+}
+
+/// What the guard middleware checks.
+#[derive(Debug, Clone)]
+struct Guard {
+    token: Option<Arc<str>>,
+    origins: Arc<Vec<Origin>>,
+}
+
+/// A parsed origin: scheme, lower-case host, port (explicit or the scheme default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+impl Origin {
+    fn parse(text: &str) -> Option<Origin> {
+        let text = text.trim().trim_end_matches('/');
+        let (scheme, rest) = text.split_once("://")?;
+        let scheme = scheme.to_ascii_lowercase();
+        if rest.is_empty() || rest.contains('/') || rest.contains('@') {
+            return None;
+        }
+        let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
+            let (h, after) = v6.split_once(']')?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => Some(p.parse().ok()?),
+                None if after.is_empty() => None,
+                None => return None,
+            };
+            (format!("[{}]", h.to_ascii_lowercase()), port)
+        } else {
+            match rest.rsplit_once(':') {
+                Some((h, p)) => (h.to_ascii_lowercase(), Some(p.parse().ok()?)),
+                None => (rest.to_ascii_lowercase(), None),
+            }
+        };
+        let default = match scheme.as_str() {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        };
+        Some(Origin {
+            port: port.or(default),
+            scheme,
+            host,
+        })
+    }
+
+    fn is_localhost(&self) -> bool {
+        matches!(self.scheme.as_str(), "http" | "https")
+            && matches!(self.host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+    }
+}
+
+impl Guard {
+    fn origin_allowed(&self, value: &HeaderValue) -> bool {
+        let Some(origin) = value.to_str().ok().and_then(Origin::parse) else {
+            return false;
+        };
+        origin.is_localhost() || self.origins.contains(&origin)
+    }
+
+    fn token_ok(&self, value: Option<&HeaderValue>) -> bool {
+        let Some(expected) = self.token.as_deref() else {
+            return true;
+        };
+        let Some(given) = value.and_then(|v| v.to_str().ok()).and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        }) else {
+            return false;
+        };
+        constant_time_eq(given.trim().as_bytes(), expected.as_bytes())
+    }
+}
+
+/// Compares two secrets in time that depends only on their lengths.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0);
+        diff |= usize::from(x ^ y);
+    }
+    std::hint::black_box(diff) == 0
+}
+
+fn refuse(status: StatusCode, message: &'static str) -> Response {
+    let mut response = (status, message).into_response();
+    // The request body is left unread: tell the client not to reuse the
+    // connection, which the server closes.
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"ingero\""),
+        );
+    }
+    response
+}
+
+async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    if let Some(origin) = request.headers().get(header::ORIGIN) {
+        if !guard.origin_allowed(origin) {
+            tracing::warn!(origin = ?origin, "refused request from a foreign origin");
+            return refuse(StatusCode::FORBIDDEN, "Forbidden: Origin not allowed");
+        }
+    }
+    if !guard.token_ok(request.headers().get(header::AUTHORIZATION)) {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized: send Authorization: Bearer <token>",
+        );
+    }
+    next.run(request).await
+}
+
+/// Builds the axum application (exposed for tests and benches).
+pub fn app(config: Config, options: &HttpOptions, ct: CancellationToken) -> anyhow::Result<Router> {
+    if !options.addr.ip().is_loopback() && options.token.is_none() {
+        return Err(HttpSetupError::NeedsToken(options.addr).into());
+    }
+    let extra: Vec<Origin> = options
+        .allow_origins
+        .iter()
+        .map(|o| Origin::parse(o).ok_or_else(|| HttpSetupError::BadOrigin(o.clone())))
+        .collect::<Result<_, _>>()?;
+    let mut rmcp_origins: Vec<String> = ["http", "https"]
+        .iter()
+        .flat_map(|s| {
+            ["localhost", "127.0.0.1", "[::1]"]
+                .iter()
+                .map(move |h| format!("{s}://{h}:*"))
+        })
+        .collect();
+    rmcp_origins.extend(extra.iter().map(|o| match o.port {
+        Some(p) => format!("{}://{}:{p}", o.scheme, o.host),
+        None => format!("{}://{}:*", o.scheme, o.host),
+    }));
+    let mut http_config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(ct.child_token())
+        .with_allowed_origins(rmcp_origins)
+        .with_max_request_body_bytes(options.max_body_bytes);
+    if !options.addr.ip().is_loopback() {
+        // Clients reach a public bind by names this process cannot know; the
+        // token, not the Host header, protects it.
+        http_config = http_config.disable_allowed_hosts();
+    }
+    let shared = IngeroMcp::shared(config)?;
+    let service = StreamableHttpService::new(
+        move || Ok(IngeroMcp::new(Arc::clone(&shared))),
+        Arc::new(LocalSessionManager::default()),
+        http_config,
+    );
+    let state = Guard {
+        token: options.token.as_deref().map(Arc::from),
+        origins: Arc::new(extra),
+    };
+    Ok(Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(state, guard))
+        .layer(RequestBodyLimitLayer::new(options.max_body_bytes)))
+}
+
+/// Serves until Ctrl-C or SIGTERM.
+pub async fn serve(config: Config, options: HttpOptions) -> anyhow::Result<()> {
+    let ct = CancellationToken::new();
+    let router = app(config, &options, ct.clone())?;
+    let listener = tokio::net::TcpListener::bind(options.addr).await?;
+    let local = listener.local_addr()?;
+    // One stable line for scripts (the port is known only now when 0 was asked).
+    eprintln!("ingero mcp: listening on http://{local}/mcp");
+    let stop = ct.clone();
+    // Responses are SSE streams written in several small pieces: without
+    // TCP_NODELAY, Nagle's algorithm and delayed ACKs add ~40 ms per call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            stop.cancel();
+        })
+        .await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_parse_and_match() {
+        let g = Guard {
+            token: Some(Arc::from("s3cret")),
+            origins: Arc::new(vec![
+                Origin::parse("https://app.example.com").expect("parse")
+            ]),
+        };
+        let ok = |v: &str| g.origin_allowed(&HeaderValue::from_str(v).expect("header"));
+        assert!(ok("http://localhost:6274"));
+        assert!(ok("http://127.0.0.1"));
+        assert!(ok("http://[::1]:3000"));
+        assert!(ok("https://app.example.com"));
+        assert!(ok("https://app.example.com:443"));
+        assert!(!ok("https://app.example.com:8443"));
+        assert!(!ok("https://evil.example"));
+        assert!(!ok("http://localhost.evil.example"));
+        assert!(!ok("null"));
+        let tok = |v: &str| g.token_ok(Some(&HeaderValue::from_str(v).expect("header")));
+        assert!(tok("Bearer s3cret"));
+        assert!(!tok("Bearer s3cre"));
+        assert!(!tok("Bearer s3cret2"));
+        assert!(!tok("Basic s3cret"));
+        assert!(!g.token_ok(None));
+    }
+
+    #[test]
+    fn constant_time_eq_is_eq() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+    }
+}

@@ -1,0 +1,35 @@
+//! `ingero mcp`: the Model Context Protocol server that lets AI assistants
+//! investigate trace databases, over stdio or streamable HTTP.
+//!
+//! Every tool delegates to `ingero-tools`; this module only adapts MCP
+//! requests (arguments, progress, cancellation, errors) and transports.
+
+mod analysis;
+pub mod bundled;
+mod cache;
+pub mod capture;
+mod capture_tools;
+mod databases;
+mod db;
+pub mod http;
+pub mod prompts;
+pub mod server;
+mod sql;
+pub mod stdio;
+
+use ingero_tools::library::Library;
+use ingero_tools::sql::SqlLimits;
+use std::path::PathBuf;
+
+/// Server configuration resolved from the command line.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Database every new session starts on.
+    pub default_db: PathBuf,
+    /// Folder `list_databases` and `open_database` are confined to.
+    pub library: Library,
+    /// Whether `start_trace` may start a live capture.
+    pub allow_capture: bool,
+    /// Limits for `run_sql`.
+    pub sql_limits: SqlLimits,
+}

@@ -1,0 +1,233 @@
+//! Prompts served to MCP clients (`/investigate`, `/compare_runs`,
+//! `/explain_chain`), embedded from the Markdown files in `prompts/`.
+//!
+//! Each file starts with a small front-matter header naming the prompt and
+//! declaring its arguments; the body uses `{{argument}}` placeholders.
+
+use rmcp::model::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
+use rmcp::ErrorData;
+use serde_json::{Map, Value};
+
+/// The embedded prompt sources.
+const SOURCES: &[&str] = &[
+    include_str!("../../../prompts/investigate.md"),
+    include_str!("../../../prompts/compare_runs.md"),
+    include_str!("../../../prompts/explain_chain.md"),
+];
+
+/// One declared argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgSpec {
+    /// Argument name, as used in `{{name}}`.
+    pub name: String,
+    /// Shown to users by clients.
+    pub description: String,
+    /// Whether a client must supply it.
+    pub required: bool,
+}
+
+/// A parsed prompt file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptDoc {
+    /// Prompt name (what clients show as `/name`).
+    pub name: String,
+    /// Short human title.
+    pub title: String,
+    /// One-line description.
+    pub description: String,
+    /// Declared arguments.
+    pub arguments: Vec<ArgSpec>,
+    /// Template body.
+    pub body: String,
+}
+
+/// Why a prompt file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("prompt file: {0}")]
+pub struct PromptParseError(String);
+
+/// Parses the front-matter header and body of one prompt file.
+pub fn parse(source: &str) -> Result<PromptDoc, PromptParseError> {
+    let err = |m: &str| PromptParseError(m.to_string());
+    let rest = source
+        .strip_prefix("---\n")
+        .ok_or_else(|| err("missing front-matter opening ---"))?;
+    let end = rest
+        .find("\n---\n")
+        .ok_or_else(|| err("missing front-matter closing ---"))?;
+    let (header, body) = (&rest[..end], &rest[end + 5..]);
+    let mut doc = PromptDoc {
+        name: String::new(),
+        title: String::new(),
+        description: String::new(),
+        arguments: Vec::new(),
+        body: body.trim().to_string(),
+    };
+    let mut in_args = false;
+    for line in header.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let indented = line.starts_with(' ');
+        let item = line.trim_start();
+        let (item, new_arg) = match item.strip_prefix("- ") {
+            Some(rest) => (rest, true),
+            None => (item, false),
+        };
+        let (key, value) = item
+            .split_once(':')
+            .ok_or_else(|| PromptParseError(format!("bad header line {line:?}")))?;
+        let value = value.trim().to_string();
+        if !indented {
+            in_args = key == "arguments";
+            match key {
+                "name" => doc.name = value,
+                "title" => doc.title = value,
+                "description" => doc.description = value,
+                "arguments" => {}
+                other => return Err(PromptParseError(format!("unknown header key {other:?}"))),
+            }
+            continue;
+        }
+        if !in_args {
+            return Err(err("indented line outside arguments"));
+        }
+        if new_arg {
+            doc.arguments.push(ArgSpec {
+                name: String::new(),
+                description: String::new(),
+                required: false,
+            });
+        }
+        let arg = doc
+            .arguments
+            .last_mut()
+            .ok_or_else(|| err("argument field before '- name:'"))?;
+        match key {
+            "name" => arg.name = value,
+            "description" => arg.description = value,
+            "required" => arg.required = value == "true",
+            other => return Err(PromptParseError(format!("unknown argument key {other:?}"))),
+        }
+    }
+    if doc.name.is_empty() || doc.description.is_empty() {
+        return Err(err("name and description are required"));
+    }
+    if doc.arguments.iter().any(|a| a.name.is_empty()) {
+        return Err(err("an argument has no name"));
+    }
+    Ok(doc)
+}
+
+/// The prompt catalogue.
+pub struct Prompts {
+    docs: Vec<PromptDoc>,
+}
+
+impl Prompts {
+    /// Parses the embedded prompt files.
+    pub fn load() -> Result<Prompts, PromptParseError> {
+        let docs = SOURCES
+            .iter()
+            .map(|s| parse(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Prompts { docs })
+    }
+
+    /// What `prompts/list` returns.
+    pub fn list(&self) -> Vec<Prompt> {
+        self.docs
+            .iter()
+            .map(|d| {
+                let args = d
+                    .arguments
+                    .iter()
+                    .map(|a| {
+                        PromptArgument::new(a.name.clone())
+                            .with_description(a.description.clone())
+                            .with_required(a.required)
+                    })
+                    .collect();
+                Prompt::new(d.name.clone(), Some(d.description.clone()), Some(args))
+                    .with_title(d.title.clone())
+            })
+            .collect()
+    }
+
+    /// What `prompts/get` returns: the body with arguments filled in.
+    pub fn get(
+        &self,
+        name: &str,
+        args: Option<&Map<String, Value>>,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let doc = self.docs.iter().find(|d| d.name == name).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!(
+                    "unknown prompt {name:?}; available: {}",
+                    self.docs
+                        .iter()
+                        .map(|d| d.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None,
+            )
+        })?;
+        let empty = Map::new();
+        let args = args.unwrap_or(&empty);
+        let mut text = doc.body.clone();
+        for spec in &doc.arguments {
+            let given = match args.get(&spec.name) {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) if s.trim().is_empty() => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(other) => Some(other.to_string()),
+            };
+            let value = match (given, spec.required) {
+                (Some(v), _) => v,
+                (None, true) => {
+                    return Err(ErrorData::invalid_params(
+                        format!("prompt {name:?} needs the argument {:?}", spec.name),
+                        None,
+                    ))
+                }
+                (None, false) => default_for(&spec.name).to_string(),
+            };
+            text = text.replace(&format!("{{{{{}}}}}", spec.name), &value);
+        }
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(doc.description.clone()),
+        )
+    }
+}
+
+/// Wording used when an optional argument is left out.
+fn default_for(arg: &str) -> &'static str {
+    match arg {
+        "db" => "(the server's current database)",
+        "focus" => "none given; find the main cause of GPU idle time",
+        "chain" => "(the most severe one)",
+        _ => "(not given)",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_prompts_parse_and_fill() {
+        let p = Prompts::load().expect("load");
+        let names: Vec<String> = p.list().into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["investigate", "compare_runs", "explain_chain"]);
+        let mut args = Map::new();
+        args.insert("db".into(), Value::String("run1.db".into()));
+        let r = p.get("investigate", Some(&args)).expect("get");
+        let text = serde_json::to_string(&r).expect("json");
+        assert!(text.contains("run1.db"));
+        assert!(!text.contains("{{"));
+        assert!(p.get("compare_runs", None).is_err());
+        assert!(p.get("nope", None).is_err());
+    }
+}

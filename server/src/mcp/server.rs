@@ -1,0 +1,233 @@
+//! The MCP handler: server identity and instructions, the tool router that
+//! joins every tool group, prompts, and the helpers tools share (database
+//! resolution, progress, result building).
+
+use super::cache::ResultCache;
+use super::capture::Capture;
+use super::db::{run_job, DbPool, JobError, Pools};
+use super::prompts::Prompts;
+use super::Config;
+use ingero_store::TraceDb;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{
+    CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{tool_handler, ErrorData, Peer, RoleServer, ServerHandler};
+use serde::Serialize;
+use std::sync::{Arc, RwLock};
+
+/// What every client is told at initialisation.
+pub const INSTRUCTIONS: &str = "\
+ingero explains GPU starvation in ML jobs from traces of CUDA API calls and Linux kernel events \
+(scheduler, memory, processes), correlated into causal chains. Every tool reads the current trace \
+database (see list_databases / open_database), or the one named by its `db` argument.
+Start with get_trace_stats (which CUDA ops take the time, p50/p99), then get_causal_chains (host \
+cause -> GPU symptom), get_per_process_breakdown (who waits, who works) and get_timeline (when). \
+Confirm details with get_events or run_sql (read-only SELECT on sessions, processes, cuda_ops, \
+cuda_calls, host_events, system_snapshots, aggregates, capture_losses; times are epoch ns). \
+Windows: `since`/`until` are durations before the capture end (\"30s\", \"5m\"). \
+Cite the numbers the tools return. The `investigate` prompt walks through a full investigation.";
+
+/// State shared by every session of one server.
+pub struct Shared {
+    /// Command-line configuration.
+    pub config: Config,
+    /// Open connections per database file.
+    pub pools: Pools,
+    /// Live capture controller.
+    pub capture: Capture,
+    /// Embedded prompts.
+    pub prompts: Prompts,
+    /// All tools, built once.
+    pub router: ToolRouter<IngeroMcp>,
+    /// Results of analysis tools, reused while the file is unchanged.
+    pub cache: ResultCache,
+}
+
+/// One MCP session's handler (cheap to create: stateless HTTP makes one per request).
+#[derive(Clone)]
+pub struct IngeroMcp {
+    pub(crate) shared: Arc<Shared>,
+    /// The database this session reads when a tool is given no `db`.
+    current: Arc<RwLock<Arc<DbPool>>>,
+}
+
+impl IngeroMcp {
+    /// Builds the shared state from the configuration.
+    pub fn shared(config: Config) -> anyhow::Result<Arc<Shared>> {
+        let capture = Capture::new(config.allow_capture, config.library.root().to_path_buf());
+        let prompts = Prompts::load()?;
+        let router = Self::analysis_router()
+            + Self::sql_router()
+            + Self::databases_router()
+            + Self::capture_router();
+        Ok(Arc::new(Shared {
+            config,
+            pools: Pools::default(),
+            capture,
+            prompts,
+            router,
+            cache: ResultCache::default(),
+        }))
+    }
+
+    /// A handler for a new session, starting on the configured database.
+    pub fn new(shared: Arc<Shared>) -> IngeroMcp {
+        let pool = shared.pools.get(&shared.config.default_db);
+        IngeroMcp {
+            shared,
+            current: Arc::new(RwLock::new(pool)),
+        }
+    }
+
+    /// The session's current database.
+    pub(crate) fn current(&self) -> Arc<DbPool> {
+        match self.current.read() {
+            Ok(p) => Arc::clone(&p),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Makes `pool` the session's current database.
+    pub(crate) fn set_current(&self, pool: Arc<DbPool>) {
+        match self.current.write() {
+            Ok(mut p) => *p = pool,
+            Err(poisoned) => *poisoned.into_inner() = pool,
+        }
+    }
+
+    /// The database a tool should read: `db` resolved inside the allowed
+    /// folder, or the session's current one.
+    pub(crate) fn pick_db(&self, db: Option<&str>) -> Result<Arc<DbPool>, CallToolResult> {
+        match db.map(str::trim).filter(|s| !s.is_empty()) {
+            None => Ok(self.current()),
+            Some(name) => match self.shared.config.library.resolve(name) {
+                Ok(path) => Ok(self.shared.pools.get(&path)),
+                Err(e) => Err(failure(e.to_string())),
+            },
+        }
+    }
+
+    /// Runs `job` against `pool` with progress notifications and
+    /// cancellation, mapping failures to tool errors the model can read.
+    pub(crate) async fn run_on<T, F>(
+        &self,
+        pool: Arc<DbPool>,
+        ctx: &RequestContext<RoleServer>,
+        what: &str,
+        job: F,
+    ) -> Result<T, CallToolResult>
+    where
+        T: Send + 'static,
+        F: FnOnce(&TraceDb) -> T + Send + 'static,
+    {
+        let progress = Progress::new(ctx);
+        progress
+            .send(0.0, format!("{what}: reading {}", pool.path().display()))
+            .await;
+        let outcome = run_job(pool, ctx.ct.clone(), job, |s| {
+            let p = progress.clone();
+            let what = what.to_string();
+            async move { p.send(s as f64, format!("{what}: running ({s} s)")).await }
+        })
+        .await;
+        match outcome {
+            Ok(v) => Ok(v),
+            Err(JobError::Open(e)) => Err(failure(e.to_string())),
+            Err(JobError::Cancelled) => Err(failure("cancelled by the client".to_string())),
+            Err(e @ JobError::Lost(_)) => {
+                tracing::error!(error = %e, "{what} failed");
+                Err(failure(e.to_string()))
+            }
+        }
+    }
+}
+
+/// A tool-level error: the request was valid, the tool could not answer.
+/// The model reads `message`.
+pub(crate) fn failure(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// A successful result: `value` as structured content (matching the tool's
+/// `outputSchema`) and `text` as its compact rendering.
+pub(crate) fn structured<T: Serialize>(
+    value: &T,
+    text: String,
+) -> Result<CallToolResult, ErrorData> {
+    let json = serde_json::to_value(value)
+        .map_err(|e| ErrorData::internal_error(format!("cannot serialise result: {e}"), None))?;
+    let mut result = CallToolResult::structured(json);
+    result.content = vec![ContentBlock::text(text)];
+    Ok(result)
+}
+
+/// Sends `notifications/progress` for one request when the client asked for it.
+#[derive(Clone)]
+pub(crate) struct Progress {
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+}
+
+impl Progress {
+    /// Progress reporting for the request in `ctx`.
+    pub(crate) fn new(ctx: &RequestContext<RoleServer>) -> Progress {
+        Progress {
+            peer: ctx.peer.clone(),
+            token: ctx.meta.get_progress_token(),
+        }
+    }
+
+    /// Reports `progress` (increasing) with a message; errors are only logged.
+    pub(crate) async fn send(&self, progress: f64, message: String) {
+        let Some(token) = self.token.clone() else {
+            return;
+        };
+        let mut param = ProgressNotificationParam::new(token, progress);
+        param.message = Some(message);
+        if let Err(e) = self.peer.notify_progress(param).await {
+            tracing::debug!(error = %e, "progress notification not delivered");
+        }
+    }
+}
+
+#[tool_handler(router = self.shared.router)]
+impl ServerHandler for IngeroMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("ingero", env!("CARGO_PKG_VERSION"))
+                .with_title("ingero: why is my GPU starving?"),
+        )
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(
+            self.shared.prompts.list(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.shared
+            .prompts
+            .get(&request.name, request.arguments.as_ref())
+            .map(Into::into)
+    }
+}

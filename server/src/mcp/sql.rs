@@ -1,0 +1,95 @@
+//! The `run_sql` tool: read-only SQL through the guard in `ingero_tools::sql`.
+
+use super::server::{failure, structured, IngeroMcp};
+use ingero_tools::sql::{run_sql, SqlLimits, SqlResult, Truncation};
+use rmcp::handler::server::tool::schema_for_output;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, ErrorData, RoleServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Rows shown in the text rendering (all rows are in the structured result).
+const TEXT_ROWS: usize = 50;
+
+/// Arguments of `run_sql`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct SqlArgs {
+    /// One SELECT statement over sessions, processes, cuda_ops, cuda_calls, host_events, system_snapshots, aggregates, capture_losses (read sqlite_master for columns). Times are epoch ns, durations dur_ns.
+    pub sql: String,
+    /// Most rows to return (default and upper bound set by the server, 1000).
+    #[schemars(range(min = 1))]
+    pub max_rows: Option<u32>,
+    /// Database to read (a name from list_databases); the session's current database when absent.
+    pub db: Option<String>,
+}
+
+/// Compact table rendering of a result.
+fn render(r: &SqlResult) -> String {
+    let mut out = r.columns.join(" | ");
+    out.push('\n');
+    for row in r.rows.iter().take(TEXT_ROWS) {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|v| match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        out.push_str(&cells.join(" | "));
+        out.push('\n');
+    }
+    if r.rows.len() > TEXT_ROWS {
+        out.push_str(&format!(
+            "... {} more rows in the structured result\n",
+            r.rows.len() - TEXT_ROWS
+        ));
+    }
+    out.push_str(&format!("({} rows, {:.1} ms", r.row_count, r.elapsed_ms));
+    match r.truncated {
+        Some(Truncation::Rows) => out.push_str(", truncated at the row cap"),
+        Some(Truncation::Bytes) => out.push_str(", truncated at the byte cap"),
+        None => {}
+    }
+    out.push(')');
+    out
+}
+
+#[tool_router(router = sql_router, vis = "pub(crate)")]
+impl IngeroMcp {
+    /// Runs one read-only SELECT on the trace database and returns columns and rows. Writes, ATTACH, PRAGMA and extensions are refused; long queries are stopped; results are capped.
+    #[tool(
+        name = "run_sql",
+        annotations(title = "Read-only SQL", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<SqlResult>()
+    )]
+    pub(crate) async fn run_sql(
+        &self,
+        Parameters(args): Parameters<SqlArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let base = self.shared.config.sql_limits;
+        let limits = SqlLimits {
+            max_rows: args
+                .max_rows
+                .map_or(base.max_rows, |m| (m as usize).clamp(1, base.max_rows)),
+            ..base
+        };
+        let pool = match self.pick_db(args.db.as_deref()) {
+            Ok(p) => p,
+            Err(r) => return Ok(r),
+        };
+        let sql = args.sql;
+        let out = self
+            .run_on(pool, &ctx, "run_sql", move |db| {
+                run_sql(db, &sql, &limits, None)
+            })
+            .await;
+        match out {
+            Err(r) => Ok(r),
+            Ok(Err(e)) => Ok(failure(e.to_string())),
+            Ok(Ok(result)) => structured(&result, render(&result)),
+        }
+    }
+}
