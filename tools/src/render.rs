@@ -116,6 +116,11 @@ pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
     s
 }
 
+/// What `get_causal_chains` says: the GPU-idle breakdown, then the chains.
+pub fn chain_report_text(r: &ChainReport) -> String {
+    format!("{}\n{}", idle_text(&r.gpu_idle), chains_text(r))
+}
+
 /// Causal chains, strongest first.
 pub fn chains_text(r: &ChainReport) -> String {
     let mut s = String::from("Causal chains\n");

@@ -233,7 +233,7 @@ impl IngeroMcp {
             args.db.as_deref(),
             &ctx,
             move |db| causal_chains(db, &scope),
-            render::chains_text,
+            render::chain_report_text,
         )
         .await
     }

@@ -24,8 +24,10 @@ pub const INSTRUCTIONS: &str = "\
 ingero explains GPU starvation in ML jobs from traces of CUDA API calls and Linux kernel events \
 (scheduler, memory, processes), correlated into causal chains. Every tool reads the current trace \
 database (see list_databases / open_database), or the one named by its `db` argument.
-Start with get_trace_stats (which CUDA ops take the time, p50/p99), then get_causal_chains (host \
-cause -> GPU symptom), get_per_process_breakdown (who waits, who works) and get_timeline (when). \
+Start with get_causal_chains: its gpu_idle part says how idle the GPU was per process and why \
+(host work outside CUDA, preemption, waiting on DataLoader workers...), then the ranked chains (host \
+cause -> GPU effect, with evidence and a fix). Then get_trace_stats (which CUDA ops take the time, \
+p50/p99), get_per_process_breakdown (who waits, who works) and get_timeline (when). \
 Confirm details with get_events or run_sql (read-only SELECT on sessions, processes, cuda_ops, \
 cuda_calls, host_events, system_snapshots, aggregates, capture_losses; times are epoch ns). \
 Windows: `since`/`until` are durations before the capture end (\"30s\", \"5m\"). \
