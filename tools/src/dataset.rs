@@ -47,6 +47,10 @@ pub struct Call {
     pub copy_kind: i8,
     /// Stream handle, 0 for the default stream or when unknown.
     pub stream: i64,
+    /// True for a driver-API call made inside a runtime-API call of the same
+    /// thread (`cuLaunchKernel` inside `cudaLaunchKernel`): the same work,
+    /// counted once by analyses that count operations.
+    pub nested: bool,
 }
 
 impl Call {
@@ -100,6 +104,25 @@ pub struct HostRow {
     pub dur_ns: i64,
     /// Kind-specific argument.
     pub arg: i64,
+}
+
+/// Flags driver calls that run inside a runtime call of the same thread.
+fn mark_nested(calls: &mut [Call], ops: &BTreeMap<u16, OpInfo>) {
+    let mut open: std::collections::HashMap<i32, i64> = std::collections::HashMap::new();
+    for c in calls.iter_mut() {
+        match ops.get(&c.op_id).map(|o| o.api) {
+            Some(CudaApi::Runtime) => {
+                let end = open.entry(c.tid).or_insert(i64::MIN);
+                *end = (*end).max(c.ts_ns + c.dur_ns);
+            }
+            Some(CudaApi::Driver) => {
+                c.nested = open
+                    .get(&c.tid)
+                    .is_some_and(|end| c.ts_ns + c.dur_ns <= *end);
+            }
+            None => {}
+        }
+    }
 }
 
 /// Totals summed over aggregate rows.
@@ -231,9 +254,11 @@ impl Dataset {
                     op_id: r.get::<_, i64>(5).map_err(q)? as u16,
                     copy_kind: r.get::<_, i64>(6).map_err(q)?.clamp(-1, 127) as i8,
                     stream: r.get(7).map_err(q)?,
+                    nested: false,
                 });
             }
             calls.sort_by_key(|c| c.ts_ns);
+            mark_nested(&mut calls, &ops);
         }
 
         let mut aggs = Vec::new();

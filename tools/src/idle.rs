@@ -140,6 +140,11 @@ pub struct ProcessIdle {
     pub host_wait_ns: i64,
     /// host_wait / span.
     pub idle_share: f64,
+    /// From the first CUDA call to the end of the last one, ns.
+    pub active_span_ns: i64,
+    /// Idle share within that active span: start-up before the first call and
+    /// the tail after the last one left out.
+    pub active_idle_share: f64,
     /// Why the host did not feed the GPU.
     pub causes: HostWaitCauses,
     /// Idle gaps of at least 500 ms.
@@ -496,11 +501,17 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         }
     };
 
+    // A driver launch inside a runtime launch is the same kernel: count the
+    // outermost calls, and the totals of the API that makes them.
     let launch_calls: Vec<i64> = calls
         .iter()
-        .filter(|c| ds.op_class(c.op_id) == OpClass::Launch)
+        .filter(|c| ds.op_class(c.op_id) == OpClass::Launch && !c.nested)
         .map(|c| c.dur_ns)
         .collect();
+    let runtime_launches = calls.iter().any(|c| {
+        ds.op_class(c.op_id) == OpClass::Launch
+            && ds.ops.get(&c.op_id).map(|o| o.api) == Some(ingero_store::CudaApi::Runtime)
+    });
     let launch_total = ds
         .aggs
         .iter()
@@ -508,6 +519,9 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
             a.source == AggSource::Cuda
                 && a.pid == pid
                 && ds.op_class(a.code as u16) == OpClass::Launch
+                && (!runtime_launches
+                    || ds.ops.get(&(a.code as u16)).map(|o| o.api)
+                        == Some(ingero_store::CudaApi::Runtime))
         })
         .map(|a| a.count)
         .sum::<i64>()
@@ -547,6 +561,7 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
             .iter()
             .filter(|c| {
                 ds.op_class(c.op_id) == OpClass::Copy
+                    && !c.nested
                     && roles.get(&c.op_id).is_some_and(|r| r.async_work)
                     && c.bytes >= 1 << 20
                     && c.dur_ns > 0
@@ -584,7 +599,11 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         &sync,
         &launches,
     );
+    let active_span_ns = (span_ns - causes.before_first_call_ns - causes.after_last_call_ns).max(1);
+    let active_wait = host_wait - causes.before_first_call_ns - causes.after_last_call_ns;
     Some(ProcessIdle {
+        active_span_ns,
+        active_idle_share: (active_wait.max(0) as f64 / active_span_ns as f64).min(1.0),
         rules,
         pid,
         comm: ds.comm(pid).to_string(),

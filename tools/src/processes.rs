@@ -8,6 +8,9 @@ use crate::stats::{ops_for, OpStats, WindowInfo};
 use ingero_store::{HostKind, TraceDb};
 use serde::Serialize;
 
+/// Page allocations from which a Python child is taken to be building batches.
+pub const WORKER_PAGE_ALLOCS: i64 = 10_000;
+
 /// What a process is in the training job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -17,7 +20,7 @@ pub enum Role {
     /// A descendant of a main process that also calls CUDA.
     GpuChild,
     /// A DataLoader worker (named `pt_data_worker`, or a Python child of the
-    /// main process that makes no CUDA calls).
+    /// main process that makes no CUDA calls and builds batches).
     DataloaderWorker,
     /// PyTorch's pin-memory helper.
     PinMemory,
@@ -130,12 +133,31 @@ pub fn role_of(ds: &Dataset, pid: i32, mains: &[i32], cuda_pids: &[i32]) -> (Rol
             format!("named {comm}, descendant of {main}"),
         );
     }
+    // A Python child is a DataLoader worker when the evidence says so: a
+    // sibling carries PyTorch's worker name, or it builds batches (many page
+    // allocations). Other children (busy loops, helpers) stay plain children.
     let main_comm = ds.comm(main);
-    if !comm.is_empty() && (comm == main_comm || comm.starts_with("python")) {
-        return (
-            Role::DataloaderWorker,
-            format!("a {comm} child of {main} making no CUDA calls (DataLoader worker pattern)"),
-        );
+    let python_child = !comm.is_empty() && (comm == main_comm || comm.starts_with("python"));
+    if python_child {
+        let parent = ds.parent_of(pid);
+        let named_sibling = ds
+            .processes
+            .values()
+            .any(|p| p.ppid == parent && p.comm.starts_with("pt_data_worker"));
+        let pages = ds.host_totals(HostKind::PageAlloc, Some(pid)).count;
+        if named_sibling || pages >= WORKER_PAGE_ALLOCS {
+            return (
+                Role::DataloaderWorker,
+                format!(
+                    "a {comm} child of {main} making no CUDA calls, {}",
+                    if named_sibling {
+                        "beside pt_data_worker siblings".to_string()
+                    } else {
+                        format!("{pages} page allocations (building batches)")
+                    }
+                ),
+            );
+        }
     }
     (Role::Child, format!("descendant of {main}"))
 }

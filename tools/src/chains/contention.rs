@@ -5,7 +5,7 @@ use super::context::{Context, SATURATED_PCT};
 use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
 use crate::format;
 use crate::processes::Role;
-use ingero_store::HostKind;
+use ingero_store::{AggSource, HostKind};
 
 const FIX_WORKERS: &str = "Take per-sample work out of the input pipeline: for data already in memory, index \
 pre-shuffled tensors directly (torch.randperm once per epoch, then slice batches) or use batched sampling \
@@ -92,10 +92,20 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let impact = lost.max(idle_lost) / ctx.wall_ns().max(sat_span.1 - sat_span.0) as f64;
     let score = evidence_pts + impact_points(impact);
 
-    let workers = helper_sw >= ext_sw;
-    let (cause, group, culprits) = if workers {
+    // The job's own children win the blame when they switch more; they are
+    // DataLoader contention only when some of them are DataLoader workers.
+    let own_children = helper_sw >= ext_sw;
+    let has_workers = helpers
+        .iter()
+        .any(|h| matches!(ctx.role(h.0), Role::DataloaderWorker | Role::PinMemory));
+    let workers = own_children && has_workers;
+    let (cause, group, culprits) = if own_children {
         (
-            Cause::DataloaderWorkerContention,
+            if workers {
+                Cause::DataloaderWorkerContention
+            } else {
+                Cause::CpuContention
+            },
             &helpers,
             helpers.iter().map(|h| h.0).collect::<Vec<_>>(),
         )
@@ -113,11 +123,12 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         .filter(|h| ctx.role(h.0) == Role::DataloaderWorker)
         .count();
     let who = if workers {
-        if n_workers > 0 {
-            format!("{n_workers} DataLoader worker(s) of {main}")
-        } else {
-            format!("{} child process(es) of {main}", group.len())
-        }
+        format!("{n_workers} DataLoader worker(s) of {main}")
+    } else if own_children {
+        format!(
+            "{} child process(es) of {main} (not DataLoader workers)",
+            group.len()
+        )
     } else {
         let names: Vec<String> = group
             .iter()
@@ -178,7 +189,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         )
     } else {
         format!(
-            "CPU contention from outside the job: {who} keep the cores busy ({} context switches), {victim_text}.",
+            "CPU contention: {who} keep the cores busy ({} context switches), {victim_text}.",
             format::count(group_sw)
         )
     };
@@ -382,6 +393,17 @@ fn submission_gap(ctx: &Context, span: (i64, i64)) -> SubmissionGap {
         }
     }
     max_gap = max_gap.max(span.1 - cursor);
+    // When the recorder kept only a sample of the calls, scale the busy time
+    // by how much the totals exceed the kept rows.
+    if let Some(main) = ctx.main {
+        let totals = ctx.ds.totals(AggSource::Cuda, None, Some(main));
+        if totals.count > totals.stored {
+            let raw: i64 = ctx.main_calls().map(|c| c.dur_ns).sum();
+            if raw > 0 {
+                busy = (busy as f64 * totals.sum_dur_ns as f64 / raw as f64) as i64;
+            }
+        }
+    }
     SubmissionGap {
         calls,
         max_gap_ns: max_gap,

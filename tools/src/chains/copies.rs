@@ -8,8 +8,11 @@ use ingero_store::OpClass;
 
 /// Copies at least this large are judged by their bandwidth.
 const BIG_COPY_BYTES: i64 = 1 << 20;
-/// Effective bandwidth below which a big copy looks pageable, bytes/s.
+/// Effective bandwidth below which a big synchronous copy looks pageable, bytes/s.
 const PAGEABLE_BELOW: f64 = 8e9;
+/// An asynchronous copy that kept the caller below this rate blocked for the
+/// transfer instead of returning at once, bytes/s.
+const ASYNC_BLOCKED_BELOW: f64 = 20e9;
 /// Bandwidth a pinned copy reaches on current PCIe hosts, bytes/s.
 const PINNED_EXPECTED: f64 = 20e9;
 
@@ -21,28 +24,53 @@ tensor.pin_memory() once for a reused staging buffer (cudaHostAlloc/cudaMallocHo
 pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let ds = ctx.ds;
     let main = ctx.main?;
-    let mut big: Vec<(i64, i64, i64)> = ctx
+    // Outermost calls only: a driver copy inside a runtime copy is the same transfer.
+    // (start, bytes, duration, asynchronous API)
+    let all_big: Vec<(i64, i64, i64, bool)> = ctx
         .main_calls()
         .filter(|c| {
             ds.op_class(c.op_id) == OpClass::Copy
+                && !c.nested
                 && c.bytes >= BIG_COPY_BYTES
                 && c.dur_ns > 0
                 && (c.is_upload() || c.copy_kind == 2)
         })
-        .map(|c| (c.ts_ns, c.bytes, c.dur_ns))
+        .map(|c| {
+            (
+                c.ts_ns,
+                c.bytes,
+                c.dur_ns,
+                ds.op_name(c.op_id).contains("Async"),
+            )
+        })
         .collect();
-    if big.is_empty() {
+    let bw_of = |c: &(i64, i64, i64, bool)| c.1 as f64 * 1e9 / c.2 as f64;
+    // An asynchronous copy from pinned memory returns at once; one that blocks
+    // for the transfer was staged through pageable memory. A synchronous copy
+    // always blocks, so only its bandwidth can tell.
+    let is_slow = |c: &(i64, i64, i64, bool)| {
+        bw_of(c)
+            < if c.3 {
+                ASYNC_BLOCKED_BELOW
+            } else {
+                PAGEABLE_BELOW
+            }
+    };
+    let mut big: Vec<(i64, i64, i64, bool)> =
+        all_big.iter().copied().filter(|c| is_slow(c)).collect();
+    let mut at_once: Vec<i64> = all_big
+        .iter()
+        .filter(|c| c.3 && !is_slow(c))
+        .map(|c| c.2)
+        .collect();
+    at_once.sort_unstable();
+    let at_once_median = at_once.get(at_once.len() / 2).copied();
+    if big.len() < 3 && !(big.len() == all_big.len() && !big.is_empty()) {
         return None;
     }
-    let mut bw: Vec<f64> = big
-        .iter()
-        .map(|(_, b, d)| *b as f64 * 1e9 / *d as f64)
-        .collect();
+    let mut bw: Vec<f64> = big.iter().map(bw_of).collect();
     bw.sort_by(f64::total_cmp);
     let median_bw = bw[bw.len() / 2];
-    if median_bw >= PAGEABLE_BELOW {
-        return None;
-    }
     let pinned_calls: i64 = ctx
         .main_ops
         .iter()
@@ -54,7 +82,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let api: i64 = ctx.main_ops.iter().map(|o| o.total_ns).sum::<i64>().max(1);
     let share = time as f64 / api as f64;
     let excess = (time as f64 - bytes as f64 / PINNED_EXPECTED * 1e9).max(0.0);
-    let evidence_pts = 15.0 * ((PAGEABLE_BELOW - median_bw) / 6e9).clamp(0.0, 1.0)
+    let evidence_pts = 15.0 * ((ASYNC_BLOCKED_BELOW - median_bw) / 15e9).clamp(0.0, 1.0)
         + if pinned_calls == 0 { 15.0 } else { 5.0 }
         + 20.0 * share.min(1.0)
         + 10.0 * (big.len() as f64 / 10.0).min(1.0);
@@ -63,7 +91,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let ops: Vec<String> = {
         let mut v: Vec<String> = ctx
             .main_calls()
-            .filter(|c| ds.op_class(c.op_id) == OpClass::Copy && c.bytes >= BIG_COPY_BYTES)
+            .filter(|c| {
+                ds.op_class(c.op_id) == OpClass::Copy && !c.nested && c.bytes >= BIG_COPY_BYTES
+            })
             .map(|c| ds.op_name(c.op_id).to_string())
             .collect();
         v.sort();
@@ -87,7 +117,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         format::ns(time),
         format::ns(excess as i64)
     );
-    let steps = vec![
+    let mut steps = vec![
         step(
             "HOST",
             format!(
@@ -106,7 +136,17 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
     ];
-    let evidence = vec![
+    if let Some(m) = at_once_median {
+        steps.push(step(
+            "CUDA",
+            format!(
+                "{} other large asynchronous copies in the same process returned at once (median {}): pinned source, transfer overlapped",
+                at_once.len(),
+                format::ns(m)
+            ),
+        ));
+    }
+    let mut evidence = vec![
         Evidence::new("large_copies", big.len() as f64, "count", "raw rows"),
         Evidence::new("large_copy_bytes", bytes as f64, "bytes", "raw rows"),
         Evidence::new("large_copy_time", time as f64, "ns", "raw rows"),
@@ -125,6 +165,20 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ),
         Evidence::new("excess_over_pinned", excess, "ns", "raw rows"),
     ];
+    if let Some(m) = at_once_median {
+        evidence.push(Evidence::new(
+            "async_copies_returned_at_once",
+            at_once.len() as f64,
+            "count",
+            "raw rows",
+        ));
+        evidence.push(Evidence::new(
+            "async_copy_at_once_median",
+            m as f64,
+            "ns",
+            "raw rows",
+        ));
+    }
     let span = (big[0].0, big[big.len() - 1].0 + big[big.len() - 1].2);
     Some(chain(
         ctx,

@@ -18,7 +18,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let idle = ctx.idle.iter().find(|p| p.pid == main)?;
     let c = &idle.causes;
     let feeding = idle.host_wait_ns - c.before_first_call_ns - c.after_last_call_ns;
-    if idle.idle_share < 0.5 || feeding <= 0 {
+    // Judge the loop itself: start-up before the first CUDA call and the tail
+    // after the last one are reported, but do not make a pipeline problem.
+    if idle.active_idle_share < 0.5 || feeding <= 0 {
         return None;
     }
     let on_cpu = c.host_compute_ns + c.page_alloc_storm_ns;
@@ -28,14 +30,14 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     }
     let pages = ds.host_totals(HostKind::PageAlloc, Some(main));
     let period = idle.step_period_ns;
-    let evidence_pts = 30.0 * idle.idle_share
+    let evidence_pts = 30.0 * idle.active_idle_share
         + 20.0 * compute_share.min(1.0)
         + if idle.long_gaps > 0 || period.is_some_and(|p| p >= 100_000_000) {
             10.0
         } else {
             0.0
         };
-    let score = evidence_pts + impact_points(idle.idle_share * compute_share);
+    let score = evidence_pts + impact_points(idle.active_idle_share * compute_share);
     let period_text = if idle.long_gaps > 0 {
         format!(", {} idle gaps >= 500 ms", idle.long_gaps)
     } else {
@@ -44,9 +46,10 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         })
     };
     let summary = format!(
-        "GPU idle {} of {} <- GPU thread {} busy on the CPU outside CUDA for {}{period_text} <- host-side input pipeline (per-sample DataLoader fetch/collate)",
+        "GPU idle {} of {} ({} between its first and last CUDA call) <- GPU thread {} busy on the CPU outside CUDA for {}{period_text} <- host-side input pipeline (per-sample DataLoader fetch/collate)",
         format::pct(idle.idle_share),
         format::ns(idle.span_ns),
+        format::pct(idle.active_idle_share),
         idle.gpu_thread,
         format::ns(on_cpu)
     );
