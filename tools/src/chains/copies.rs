@@ -65,7 +65,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         .collect();
     at_once.sort_unstable();
     let at_once_median = at_once.get(at_once.len() / 2).copied();
-    if big.len() < 3 && !(big.len() == all_big.len() && !big.is_empty()) {
+    // Three slow copies make a pattern; fewer only when every large copy was slow.
+    let all_slow = !big.is_empty() && big.len() == all_big.len();
+    if big.len() < 3 && !all_slow {
         return None;
     }
     let mut bw: Vec<f64> = big.iter().map(bw_of).collect();
