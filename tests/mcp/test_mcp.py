@@ -476,13 +476,13 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
 
 
 async def run_bundled(binary: str, tmp: Path) -> None:
-    """Without --db: the demo is generated into the cache folder and served."""
+    """Without --db: the bundled H200 investigation is written to the cache folder and served."""
     cache = tmp / "cache"
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     async with Client(StdioServerParameters(command=binary, args=["mcp"], env=env), mode="legacy") as c:
         r = await c.call_tool("get_causal_chains", {})
-        C.ok("bundled: demo served without --db", not r.is_error and "dataloader" in text_of(r).lower(), text_of(r)[:300])
-    C.ok("bundled: cached in XDG_CACHE_HOME/ingero", (cache / "ingero/dataloader-starvation.db").exists(), list(cache.rglob("*")))
+        C.ok("bundled: investigation served without --db", not r.is_error and "host_input_pipeline" in text_of(r), text_of(r)[:300])
+    C.ok("bundled: cached in XDG_CACHE_HOME/ingero", (cache / "ingero/pytorch-dataloader-starvation-h200.db").exists(), list(cache.rglob("*")))
 
 
 async def main() -> int:
