@@ -15,6 +15,7 @@ Exit status 0 when every check passes.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -44,6 +45,7 @@ ANALYSIS_TOOLS = [
     "get_per_process_breakdown",
     "get_timeline",
     "get_events",
+    "get_timeline_chart",
 ]
 READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["run_sql", "list_databases", "open_database", "get_trace_status"]
 ALL_TOOLS = READ_ONLY_TOOLS + ["start_trace", "stop_trace"]
@@ -167,6 +169,12 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
             err = validate(schemas[tool], r.structured_content)
             C.ok(f"{label}: {tool} on {dbname} matches outputSchema", err is None, err)
             C.ok(f"{label}: {tool} on {dbname} has text", len(text_of(r)) > 20, text_of(r)[:100])
+        r = await c.call_tool("get_timeline_chart", {"db": dbname, "width": 900, "height": 500})
+        images = [b for b in r.content if getattr(b, "type", "") == "image"]
+        svg = base64.b64decode(images[0].data).decode() if images else ""
+        C.ok(f"{label}: get_timeline_chart returns an SVG image ({dbname})",
+             not r.is_error and len(images) == 1 and images[0].mime_type == "image/svg+xml" and svg.lstrip().startswith("<svg") and 'width="900"' in svg,
+             text_of(r)[:200])
         if "explain" in results:
             C.ok(f"{label}: explain == ingero explain --json ({dbname})", results["explain"] == report, "reports differ")
         for tool, key in [("get_trace_stats", "stats"), ("get_causal_chains", "chains"), ("get_per_process_breakdown", "processes")]:

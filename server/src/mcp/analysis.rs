@@ -19,6 +19,40 @@ use rmcp::{tool, tool_router, ErrorData, RoleServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Arguments of `get_timeline_chart`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ChartArgs {
+    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m". Whole capture when absent.
+    pub since: Option<String>,
+    /// Drop the end of the capture: a duration before its end, e.g. "10s".
+    pub until: Option<String>,
+    /// Only this process (and its children).
+    pub pid: Option<i32>,
+    /// Database to read (a name from list_databases); the current one when absent.
+    pub db: Option<String>,
+    /// First second to draw, counted from the capture start (with end_offset_s).
+    pub start_offset_s: Option<f64>,
+    /// Last second to draw, counted from the capture start.
+    pub end_offset_s: Option<f64>,
+    /// Image width in pixels (300-8000, default 1200).
+    pub width: Option<u32>,
+    /// Image height in pixels (300-8000, default 640).
+    pub height: Option<u32>,
+}
+
+/// What `get_timeline_chart` drew (the image itself is the SVG content block).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ChartInfo {
+    /// Image type of the content block.
+    pub mime_type: String,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Size of the SVG document in bytes.
+    pub svg_bytes: usize,
+}
+
 /// Largest page `get_events` returns.
 pub const MAX_EVENT_LIMIT: u32 = 1_000;
 /// Page size when none is given.
@@ -302,6 +336,71 @@ impl IngeroMcp {
             render::timeline_text,
         )
         .await
+    }
+
+    /// An SVG picture of a time window: per-process CUDA calls, off-CPU intervals of the GPU thread, CPU use and page-allocation rate, with the causal chains shaded. For assistants that show images.
+    #[tool(
+        name = "get_timeline_chart",
+        annotations(title = "Timeline chart", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<ChartInfo>()
+    )]
+    pub(crate) async fn get_timeline_chart(
+        &self,
+        Parameters(args): Parameters<ChartArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(scope_of(
+            args.since.as_deref(),
+            args.until.as_deref(),
+            args.pid
+        ));
+        let window = match (args.start_offset_s, args.end_offset_s) {
+            (Some(a), Some(b)) if a.is_finite() && b.is_finite() && b > a => {
+                Some(ingero_report::svg::ChartWindow {
+                    start_offset_s: a,
+                    end_offset_s: b,
+                })
+            }
+            (None, None) => None,
+            _ => {
+                return Ok(failure(
+                    "give both start_offset_s and end_offset_s, with end after start".into(),
+                ))
+            }
+        };
+        let width = args.width.unwrap_or(1200).clamp(300, 8000);
+        let height = args.height.unwrap_or(640).clamp(300, 8000);
+        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
+        let out = self
+            .run_on(pool, &ctx, "get_timeline_chart", move |db| {
+                let ds = ingero_tools::dataset::Dataset::load(db, &scope)?;
+                Ok::<_, ToolError>(ingero_report::svg::timeline_svg(&ds, window, width, height))
+            })
+            .await;
+        let svg = match out {
+            Err(tool_err) => return Ok(tool_err),
+            Ok(Err(e)) => return Ok(failure(e.to_string())),
+            Ok(Ok(svg)) => svg,
+        };
+        let info = ChartInfo {
+            mime_type: "image/svg+xml".to_string(),
+            width,
+            height,
+            svg_bytes: svg.len(),
+        };
+        let mut result = structured(
+            &info,
+            format!("timeline chart: {width}x{height} SVG, {} bytes", svg.len()),
+        )?;
+        use base64::Engine as _;
+        result.content.insert(
+            0,
+            rmcp::model::ContentBlock::image(
+                base64::engine::general_purpose::STANDARD.encode(svg.as_bytes()),
+                "image/svg+xml",
+            ),
+        );
+        Ok(result)
     }
 
     /// Raw events (CUDA calls and host events), filtered by window, pid and op, newest last, paged with limit/offset.
