@@ -49,8 +49,14 @@ fn uprobes_time_stand_in_calls() {
         }
     }
     assert_eq!(launches.len(), 10, "{launches:?}");
+    // Every call lasts at least the injected delay; a loaded machine may
+    // stretch single calls (the stand-in spins on-CPU), so only the median
+    // is held close to it.
     for c in &launches {
-        assert!(c.dur_ns >= 200_000 && c.dur_ns < 2_000_000, "{c:?}");
+        assert!(c.dur_ns >= 200_000, "{c:?}");
         assert_eq!(c.stream, 0x5157);
     }
+    let mut durs: Vec<i64> = launches.iter().map(|c| c.dur_ns).collect();
+    durs.sort_unstable();
+    assert!(durs[durs.len() / 2] < 2_000_000, "median of {durs:?}");
 }
