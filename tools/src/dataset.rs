@@ -106,6 +106,95 @@ pub struct HostRow {
     pub arg: i64,
 }
 
+/// Replaces the totals of buckets the window cuts (which also cover time
+/// outside it) with totals rebuilt from the raw rows inside the window.
+/// Returns true when one of those buckets had been sampled, so the rebuilt
+/// counts are lower bounds.
+fn edge_buckets(
+    conn: &rusqlite::Connection,
+    aggs: &mut Vec<AggRow>,
+    calls: &[Call],
+    ops: &BTreeMap<u16, OpInfo>,
+    span: CaptureSpan,
+    window: ResolvedWindow,
+    bucket_ns: i64,
+) -> rusqlite::Result<BTreeSet<(i32, AggSource, i64)>> {
+    // A bucket counts as covered when its part inside the capture lies in the window.
+    let inside = |b: i64| {
+        let (a, z) = (b.max(span.start_ns), (b + bucket_ns - 1).min(span.end_ns));
+        a >= window.lo_ns && z <= window.hi_ns
+    };
+    let cut: BTreeSet<i64> = aggs
+        .iter()
+        .filter(|a| !inside(a.bucket_ns))
+        .map(|a| a.bucket_ns)
+        .collect();
+    if cut.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    let sampled: BTreeSet<(i32, AggSource, i64)> = aggs
+        .iter()
+        .filter(|a| cut.contains(&a.bucket_ns) && a.count > a.stored)
+        .map(|a| (a.pid, a.source, a.code))
+        .collect();
+    aggs.retain(|a| !cut.contains(&a.bucket_ns));
+    let mut rebuilt: BTreeMap<(i64, i32, u8, i64), AggRow> = BTreeMap::new();
+    let mut add = |bucket: i64, pid: i32, source: AggSource, code: i64, dur: i64, bytes: i64| {
+        let e = rebuilt
+            .entry((bucket, pid, source as u8, code))
+            .or_insert(AggRow {
+                bucket_ns: bucket,
+                pid,
+                source,
+                code,
+                count: 0,
+                stored: 0,
+                sum_dur_ns: 0,
+                max_dur_ns: 0,
+                sum_bytes: 0,
+            });
+        e.count += 1;
+        e.stored += 1;
+        e.sum_dur_ns += dur;
+        e.max_dur_ns = e.max_dur_ns.max(dur);
+        e.sum_bytes += bytes;
+    };
+    for &b in &cut {
+        let lo = b.max(window.lo_ns);
+        let hi = (b + bucket_ns - 1).min(window.hi_ns);
+        for c in calls.iter().filter(|c| c.ts_ns >= lo && c.ts_ns <= hi) {
+            let copies = ops
+                .get(&c.op_id)
+                .is_some_and(|o| matches!(o.class, OpClass::Copy | OpClass::Alloc));
+            add(
+                b,
+                c.pid,
+                AggSource::Cuda,
+                c.op_id as i64,
+                c.dur_ns,
+                if copies { c.bytes } else { 0 },
+            );
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT pid, kind, dur_ns, CASE WHEN kind = 3 THEN 4096 << MIN(MAX(arg, 0), 20) ELSE 0 END \
+             FROM host_events WHERE ts_ns BETWEEN ?1 AND ?2",
+        )?;
+        let mut rows = stmt.query(params![lo, hi])?;
+        while let Some(r) = rows.next()? {
+            add(
+                b,
+                r.get(0)?,
+                AggSource::Host,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+            );
+        }
+    }
+    aggs.extend(rebuilt.into_values());
+    Ok(sampled)
+}
+
 /// Flags driver calls that run inside a runtime call of the same thread.
 fn mark_nested(calls: &mut [Call], ops: &BTreeMap<u16, OpInfo>) {
     let mut open: std::collections::HashMap<i32, i64> = std::collections::HashMap::new();
@@ -189,6 +278,10 @@ pub struct Dataset {
     pub gpu_model: String,
     /// Events the capture reported lost.
     pub lost_events: i64,
+    /// (pid, source, code) whose rows were sampled in a bucket cut by the
+    /// window's edge: their counts there come from raw rows only and are
+    /// lower bounds.
+    pub edge_sampled: BTreeSet<(i32, AggSource, i64)>,
 }
 
 impl Dataset {
@@ -289,6 +382,8 @@ impl Dataset {
                 });
             }
         }
+        let edge_sampled =
+            edge_buckets(conn, &mut aggs, &calls, &ops, span, window, bucket_ns).map_err(q)?;
 
         let mut snapshots = Vec::new();
         {
@@ -426,6 +521,7 @@ impl Dataset {
             cpu_cores,
             gpu_model,
             lost_events,
+            edge_sampled,
         })
     }
 

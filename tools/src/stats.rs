@@ -121,9 +121,9 @@ pub fn op_stats_of(ds: &Dataset) -> OpStatsReport {
              cover every call, but percentiles come only from the kept raw rows (see each op's basis)."
                 .to_string(),
         );
-        if !ds.whole_capture {
+        if !ds.edge_sampled.is_empty() {
             notes.push(format!(
-                "Per-bucket totals are {}-second buckets: in a partial window they may include calls just outside it.",
+                "The window cuts {}-second buckets whose rows were sampled: near its edges only kept raw rows count, so counts there are lower bounds.",
                 ds.bucket_ns / 1_000_000_000
             ));
         }
@@ -181,7 +181,10 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>) -> OpStat
     let raw_bytes: i64 = calls.iter().map(|c| c.bytes).sum();
     let (p50, p95, p99) = p50_p95_p99(&mut durs);
     let agg = ds.totals(AggSource::Cuda, Some(op_id as i64), pid);
-    let fully_stored = agg.count == 0 || agg.stored >= agg.count;
+    let edge_sampled = ds.edge_sampled.iter().any(|(p, s, c)| {
+        *s == AggSource::Cuda && *c == op_id as i64 && pid.is_none_or(|f| f == *p)
+    });
+    let fully_stored = (agg.count == 0 || agg.stored >= agg.count) && !edge_sampled;
     let (count, total, max, bytes, exact, basis) = if fully_stored {
         (
             raw_n,

@@ -295,3 +295,53 @@ fn top_finding_is_the_idle_share_and_the_input_pipeline() {
         .fix
         .starts_with("Index pre-shuffled tensors directly, or use batched sampling"));
 }
+
+#[test]
+fn partial_windows_count_only_what_lies_inside() {
+    // The file keeps per-minute totals; the last 60 s cut the first minute.
+    // Totals of that cut minute must not leak in: only raw rows inside the
+    // window count there, and sampled ops say their figures are not exact.
+    let db = TraceDb::open(&seed()).expect("open");
+    let scope = Scope {
+        window: ingero_store::TimeWindow::parse(Some("60s"), None).expect("window"),
+        pid: None,
+    };
+    let r = explain(&db, &scope).expect("explain");
+    let raw = raw();
+    let hi = agg(&raw, "SELECT stopped_at FROM sessions");
+    let lo = hi - 60_000_000_000;
+    let copy = r
+        .stats
+        .ops
+        .iter()
+        .find(|o| o.op == "cudaMemcpyAsync")
+        .expect("copy");
+    // Minute buckets start at multiples of 60 s; the last one lies wholly inside the window.
+    let last_bucket = agg(&raw, "SELECT MAX(bucket) FROM event_aggregates");
+    let in_last = agg(&raw, &format!(
+        "SELECT COALESCE(SUM(count), 0) FROM event_aggregates WHERE source = 1 AND op = 7 AND bucket = {last_bucket}"
+    ));
+    let raw_edge = agg(
+        &raw,
+        &format!(
+        "SELECT COUNT(*) FROM events WHERE source = 1 AND op = 7 AND timestamp BETWEEN {lo} AND {}",
+        last_bucket - 1
+    ),
+    );
+    assert_eq!(copy.count, in_last + raw_edge);
+    assert!(
+        copy.count < 21,
+        "the whole capture's 21 copies must not leak in"
+    );
+    let sync = r
+        .stats
+        .ops
+        .iter()
+        .find(|o| o.op == "cudaStreamSynchronize")
+        .expect("sync");
+    let syncs = agg(&raw, &format!(
+        "SELECT COUNT(*) FROM events WHERE source = 1 AND op = 5 AND timestamp BETWEEN {lo} AND {hi}"
+    ));
+    assert_eq!(sync.count, syncs);
+    assert!(sync.exact);
+}
