@@ -78,7 +78,7 @@ async def run_all(args: argparse.Namespace, cases: list[Case], library: Path, ep
                 prompt = await investigate_prompt(client, case)
                 t = await run_model(ep, client, tools, prompt, case.question, args.max_turns, args.max_tool_chars, args.timeout)
                 rows.append({"id": case.id, "db": case.db_name, "question": case.question, "calls": t.calls,
-                             "answer": t.answer, "error": t.error, "facts": grade(case.must, case.must_not, t.answer) if t.answer else []})
+                             "answer": t.answer, "error": t.error, "facts": grade(case.must, case.must_not, t.answer)})
                 print(f"model: {case.id}: {len(t.calls)} tool calls{', ' + t.error if t.error else ''}", file=sys.stderr, flush=True)
             report["model_mode"] = {"model": ep.describe(), "cases": rows}
     return report

@@ -44,11 +44,10 @@ def model_table(model: str, cases: list[dict[str, Any]]) -> str:
         total += len(facts)
         got += ok
         score = f"{ok / len(facts):.0%}" if facts else "-"
-        lines.append(
-            f"{c['id'][:34]:34} {score:>7} {sum(f['passed'] for f in must)}/{len(must):<4} "
-            f"{sum(f['passed'] for f in nots)}/{len(nots):<6} {len(c.get('calls', [])):>5}  "
-            f"{'PASS' if case_passed(c) else 'FAIL'}"
-        )
+        m = f"{sum(f['passed'] for f in must)}/{len(must)}"
+        n = f"{sum(f['passed'] for f in nots)}/{len(nots)}"
+        verdict = "PASS" if case_passed(c) else "FAIL"
+        lines.append(f"{c['id'][:34]:34} {score:>7} {m:>6} {n:>8} {len(c.get('calls', [])):>5}  {verdict}")
         for f in facts:
             if not f["passed"]:
                 lines.append(f"    {'missing' if f['kind'] == 'must' else 'claimed'}: {f['fact']} ({f['detail']})")
