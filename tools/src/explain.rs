@@ -1,12 +1,12 @@
 //! The full report behind `ingero explain`: chains, starvation, processes and
 //! op statistics from one load of the data.
 
-use crate::chains::{chains_of, ChainReport};
+use crate::chains::{chains_with_starvation, ChainReport};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::processes::{per_process_of, ProcessBreakdown};
 use crate::scope::Scope;
-use crate::starvation::{starvation_of, StarvationEstimate};
+use crate::starvation::StarvationEstimate;
 use crate::stats::{op_stats_of, OpStatsReport, WindowInfo};
 use ingero_store::{DbFormat, TraceDb};
 use serde::Serialize;
@@ -90,8 +90,7 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
         raw_cuda_rows,
         raw_host_rows,
     };
-    let chains = chains_of(&ds);
-    let starvation = starvation_of(&ds);
+    let (chains, starvation) = chains_with_starvation(&ds);
     let processes = per_process_of(&ds);
     let stats = op_stats_of(&ds);
     let limits = limits_of(&ds, &processes, &stats, &capture);

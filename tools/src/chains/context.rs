@@ -82,6 +82,8 @@ pub struct Context<'a> {
     pub symptoms: Vec<Symptom>,
     /// Wall-time breakdown of the main process's GPU thread.
     pub starvation: Option<StarvationEstimate>,
+    /// Wall-time breakdown of every GPU-driving root process.
+    pub starvation_all: Vec<StarvationEstimate>,
     /// GPU-idle breakdown of every GPU-driving process.
     pub idle: Vec<ProcessIdle>,
     /// CPU saturation.
@@ -116,7 +118,8 @@ impl<'a> Context<'a> {
             })
             .collect();
         symptoms.sort_by(|a, b| anomaly(b).total_cmp(&anomaly(a)));
-        let starvation = starvation_of(ds).into_iter().find(|s| Some(s.pid) == main);
+        let starvation_all = starvation_of(ds);
+        let starvation = starvation_all.iter().find(|s| Some(s.pid) == main).cloned();
         let mut sat = Saturation::default();
         for s in &ds.snapshots {
             sat.samples += 1;
@@ -159,6 +162,7 @@ impl<'a> Context<'a> {
             main_ops,
             symptoms,
             starvation,
+            starvation_all,
             sat,
             sample_interval_ns,
             roles,
@@ -217,6 +221,16 @@ impl<'a> Context<'a> {
             .iter()
             .map(|c| (c.dur_ns - p50.get(&c.op_id).copied().unwrap_or(0)).max(0))
             .sum()
+    }
+
+    /// Distinct function names of some calls, sorted.
+    pub fn op_names<'c>(&self, calls: impl IntoIterator<Item = &'c Call>) -> Vec<String> {
+        calls
+            .into_iter()
+            .map(|c| self.ds.op_name(c.op_id).to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
     }
 
     /// Wall time of the main GPU thread (or the window), ns.

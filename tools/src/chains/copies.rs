@@ -90,18 +90,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         + 10.0 * (big.len() as f64 / 10.0).min(1.0);
     let score = evidence_pts + impact_points(excess / ctx.wall_ns() as f64);
     big.sort_by_key(|c| c.0);
-    let ops: Vec<String> = {
-        let mut v: Vec<String> = ctx
-            .main_calls()
-            .filter(|c| {
-                ds.op_class(c.op_id) == OpClass::Copy && !c.nested && c.bytes >= BIG_COPY_BYTES
-            })
-            .map(|c| ds.op_name(c.op_id).to_string())
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    };
+    let ops = ctx.op_names(ctx.main_calls().filter(|c| {
+        ds.op_class(c.op_id) == OpClass::Copy && !c.nested && c.bytes >= BIG_COPY_BYTES
+    }));
     let gbps = median_bw / 1e9;
     let summary = format!(
         "{} large copies ({}) at {gbps:.1} GB/s median <- pageable host memory{}",

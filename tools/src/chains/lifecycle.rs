@@ -191,11 +191,7 @@ pub fn detect_fork_storm(ctx: &Context) -> Option<CausalChain> {
         root_cause,
         steps,
         evidence,
-        hit.iter()
-            .map(|c| ds.op_name(c.op_id).to_string())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect(),
+        ctx.op_names(hit.iter().copied()),
         culprits,
         (start, end),
         FIX_FORKS,

@@ -124,11 +124,7 @@ pub fn detect_page_storm(ctx: &Context) -> Option<CausalChain> {
         root_cause,
         steps,
         evidence,
-        hit.iter()
-            .map(|c| ds.op_name(c.op_id).to_string())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect(),
+        ctx.op_names(hit.iter().copied()),
         top.iter().take(5).map(|t| t.0).collect(),
         (
             peak_bucket,

@@ -194,6 +194,14 @@ pub fn causal_chains(db: &TraceDb, scope: &Scope) -> Result<ChainReport> {
 
 /// Finds the causal chains in a loaded dataset.
 pub fn chains_of(ds: &Dataset) -> ChainReport {
+    chains_with_starvation(ds).0
+}
+
+/// The causal chains and the per-process starvation estimates they were
+/// built from, computed once.
+pub fn chains_with_starvation(
+    ds: &Dataset,
+) -> (ChainReport, Vec<crate::starvation::StarvationEstimate>) {
     let ctx = Context::build(ds);
     let mut chains: Vec<CausalChain> = [
         pipeline::detect(&ctx),
@@ -222,13 +230,14 @@ pub fn chains_of(ds: &Dataset) -> ChainReport {
             "No host-side cause stands out in this window.".to_string()
         });
     }
-    ChainReport {
+    let report = ChainReport {
         window: WindowInfo::of(ds),
         gpu_idle: ctx.idle.clone(),
         chains,
         symptoms: ctx.symptoms.clone(),
         notes,
-    }
+    };
+    (report, ctx.starvation_all)
 }
 
 /// Builds a chain with its severity derived from the score.
