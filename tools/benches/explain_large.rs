@@ -26,11 +26,15 @@ fn db_path() -> PathBuf {
         })
 }
 
+/// 10 million events under `cargo bench`; a small smoke size when the bench
+/// target only runs as a test (`cargo test --all-targets`, no `--bench`).
 fn events() -> u64 {
+    let bench_mode =
+        std::env::args().any(|a| a == "--bench") || std::env::var_os("INGERO_BENCH_MODE").is_some();
     std::env::var("INGERO_BENCH_EVENTS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000_000)
+        .unwrap_or(if bench_mode { 10_000_000 } else { 200_000 })
 }
 
 /// Peak resident set of this process, KiB (VmHWM).
@@ -47,10 +51,11 @@ fn peak_rss_kib() -> u64 {
 
 fn run_child(role: &str) -> String {
     let exe = std::env::current_exe().expect("bench executable");
-    let out = Command::new(exe)
-        .env(CHILD, role)
-        .output()
-        .expect("spawn bench child");
+    let mut cmd = Command::new(exe);
+    if std::env::args().any(|a| a == "--bench") {
+        cmd.env("INGERO_BENCH_MODE", "1");
+    }
+    let out = cmd.env(CHILD, role).output().expect("spawn bench child");
     assert!(
         out.status.success(),
         "child {role} failed: {}",
