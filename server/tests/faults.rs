@@ -39,12 +39,15 @@ fn disk_full_keeps_earlier_batches_and_reports_it() {
     let _unmount = Mount(&small);
     let db = small.join("full.db");
     let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
-        .env("INGERO_STANDIN_US", "50")
+        .env("INGERO_STANDIN_US", "0")
         .args(["trace", "--quiet", "--db"])
         .arg(&db)
         .arg("--")
         .arg(standin.join("workload"))
-        .args(["--iters", "3000", "--workers", "2", "--worker-ms", "2000"])
+        // CUDA calls alone, fast, once the probes are in place (the workload
+        // waits a second after loading the libraries): several 200 ms
+        // batches commit before the 3 MiB file system fills.
+        .args(["--iters", "300000", "--wait-ms", "1000"])
         .output()
         .expect("run ingero trace");
     let stderr = String::from_utf8_lossy(&out.stderr);
