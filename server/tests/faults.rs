@@ -1,6 +1,9 @@
 //! Faults during capture, as root: a database on a file system that fills up
 //! mid-capture keeps everything written before, and the capture says so.
 
+mod common;
+
+use common::build_standins;
 use std::path::Path;
 use std::process::Command;
 
@@ -15,16 +18,7 @@ impl Drop for Mount<'_> {
 #[test]
 fn disk_full_keeps_earlier_batches_and_reports_it() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let standin = dir.path().join("standin");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/standin");
-    let built = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(&src)
-        .arg(format!("OUT={}", standin.display()))
-        .status()
-        .expect("make");
-    assert!(built.success(), "building the stand-in libraries failed");
+    let workload = build_standins(&dir.path().join("standin"));
     let small = dir.path().join("small");
     std::fs::create_dir(&small).expect("mkdir");
     let mounted = Command::new("mount")
@@ -43,7 +37,7 @@ fn disk_full_keeps_earlier_batches_and_reports_it() {
         .args(["trace", "--quiet", "--db"])
         .arg(&db)
         .arg("--")
-        .arg(standin.join("workload"))
+        .arg(&workload)
         // CUDA calls alone, fast, once the probes are in place (the workload
         // waits a second after loading the libraries): several 200 ms
         // batches commit before the 3 MiB file system fills.

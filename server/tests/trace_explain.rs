@@ -2,24 +2,13 @@
 //! calls the stand-in CUDA libraries while its forked workers saturate the
 //! CPU, then `ingero explain` on the database it wrote.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::build_standins;
 use std::process::Command;
 
 fn ingero() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ingero"))
-}
-
-fn build_standins(out: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/standin");
-    let status = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(&src)
-        .arg(format!("OUT={}", out.display()))
-        .status()
-        .expect("make (install make and a C compiler)");
-    assert!(status.success(), "building the stand-in libraries failed");
-    out.join("workload")
 }
 
 #[test]

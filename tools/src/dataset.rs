@@ -606,6 +606,19 @@ impl Dataset {
         false
     }
 
+    /// The thread of `pid` that spent the most time in raw CUDA calls: the
+    /// one that drives the GPU.
+    pub fn gpu_thread(&self, pid: i32) -> Option<i32> {
+        let mut per_tid: BTreeMap<i32, i64> = BTreeMap::new();
+        for c in self.calls.iter().filter(|c| c.pid == pid) {
+            *per_tid.entry(c.tid).or_default() += c.dur_ns;
+        }
+        per_tid
+            .into_iter()
+            .max_by_key(|(_, t)| *t)
+            .map(|(tid, _)| tid)
+    }
+
     /// Short command name of a pid, empty when unknown.
     pub fn comm(&self, pid: i32) -> &str {
         self.processes.get(&pid).map_or("", |p| p.comm.as_str())

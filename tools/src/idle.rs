@@ -345,15 +345,7 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         "busy = inside CUDA calls, or between an asynchronous launch/copy and a synchronisation that waited for it (no GPU timestamps: an estimate that leans towards busy)".to_string(),
     );
 
-    // GPU thread: the one with most API time.
-    let mut per_tid: BTreeMap<i32, i64> = BTreeMap::new();
-    for c in &calls {
-        *per_tid.entry(c.tid).or_default() += c.dur_ns;
-    }
-    let gpu_thread = per_tid
-        .iter()
-        .max_by_key(|(_, t)| **t)
-        .map_or(pid, |(t, _)| *t);
+    let gpu_thread = ds.gpu_thread(pid).unwrap_or(pid);
     let first_call = calls.first().map_or(span.1, |c| c.ts_ns);
     let last_call_end = calls
         .iter()

@@ -5,7 +5,6 @@ use crate::dataset::Dataset;
 use crate::processes::main_processes;
 use ingero_store::{AggSource, HostKind, OpClass};
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// Where the GPU-driving thread's wall time went.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -51,14 +50,10 @@ pub fn starvation_of(ds: &Dataset) -> Vec<StarvationEstimate> {
 }
 
 fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
-    let mut per_tid: BTreeMap<i32, (i64, i64, i64)> = BTreeMap::new(); // time, first, last end
-    for c in ds.calls.iter().filter(|c| c.pid == pid) {
-        let e = per_tid.entry(c.tid).or_insert((0, i64::MAX, i64::MIN));
-        e.0 += c.dur_ns;
-        e.1 = e.1.min(c.ts_ns);
-        e.2 = e.2.max(c.ts_ns + c.dur_ns);
-    }
-    let (&tid, &(_, first, last)) = per_tid.iter().max_by_key(|(_, v)| v.0)?;
+    let tid = ds.gpu_thread(pid)?;
+    let thread_calls = || ds.calls.iter().filter(|c| c.pid == pid && c.tid == tid);
+    let first = thread_calls().map(|c| c.ts_ns).min()?;
+    let last = thread_calls().map(|c| c.ts_ns + c.dur_ns).max()?;
     let wall = (last - first).max(1);
     // API time from totals when the recorder sampled raw rows.
     let agg = ds.totals(AggSource::Cuda, None, Some(pid));
