@@ -19,6 +19,8 @@ struct call_val {
 	u64 size;
 	s64 kind;
 	u64 stream;
+	u32 pid;     /* thread group, so open calls can be reported at stop */
+	u32 pad;
 };
 
 /* Calls in flight, per thread and function (a plain hash: cheaper than LRU;
@@ -51,6 +53,27 @@ static __always_inline u64 reg_arg(struct ingero_regs *r, int n)
 #define ARG(n) reg_arg(ctx, (n))
 #define NONE 0
 
+/* Emits one rec_cuda for the call `v` of thread `tid`, ending at `now`. */
+static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
+				      struct call_val *v, u64 now, s64 ret)
+{
+	struct rec_cuda *e = reserve(sizeof(*e));
+	if (!e)
+		return;
+	e->rec = REC_CUDA;
+	e->op = (u16)op;
+	e->cpu = (u16)bpf_get_smp_processor_id();
+	e->pid = pid;
+	e->tid = tid;
+	e->ts = v->ts;
+	e->dur = now - v->ts;
+	e->size = v->size;
+	e->kind = v->kind;
+	e->stream = v->stream;
+	e->ret = ret;
+	submit(e);
+}
+
 static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 {
 	u64 id = bpf_get_current_pid_tgid();
@@ -58,22 +81,8 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 	struct call_val *v = bpf_map_lookup_elem(&calls, &k);
 	if (!v)
 		return 0;
-	u64 now = bpf_ktime_get_ns();
-	struct rec_cuda *e = reserve(sizeof(*e));
-	if (e) {
-		e->rec = REC_CUDA;
-		e->op = (u16)op;
-		e->cpu = (u16)bpf_get_smp_processor_id();
-		e->pid = (u32)(id >> 32);
-		e->tid = (u32)id;
-		e->ts = v->ts;
-		e->dur = now - v->ts;
-		e->size = v->size;
-		e->kind = v->kind;
-		e->stream = v->stream;
-		e->ret = (s64)(s32)ctx->ax;
-		submit(e);
-	}
+	emit_call(op, (u32)(id >> 32), (u32)id, v, bpf_ktime_get_ns(),
+		  (s64)(s32)ctx->ax);
 	bpf_map_delete_elem(&calls, &k);
 	return 0;
 }
@@ -94,6 +103,7 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 			.size = (SIZE),                                       \
 			.kind = (KIND),                                       \
 			.stream = (STREAM),                                   \
+			.pid = (u32)(id >> 32),                               \
 		};                                                            \
 		if (bpf_map_update_elem(&calls, &k, &v, BPF_ANY))             \
 			count_loss(LOSS_CALL_MAP);                            \
@@ -110,37 +120,64 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 #define K_DTOH 2
 #define K_DEFAULT 4
 
-/* Runtime API (libcudart). Ids match store/src/catalog.rs. */
-CUDA_PROBE(cudaMalloc, 1, ARG(2), K_NONE, NONE)
-CUDA_PROBE(cudaFree, 2, NONE, K_NONE, NONE)
-/* cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem, stream):
- * each dim3 takes two registers, so shmem and stream are stack words 7, 8. */
-CUDA_PROBE(cudaLaunchKernel, 3, NONE, K_NONE, ARG(8))
-CUDA_PROBE(cudaMemcpy, 4, ARG(3), (s64)ARG(4), NONE)
-CUDA_PROBE(cudaStreamSynchronize, 5, NONE, K_NONE, ARG(1))
-CUDA_PROBE(cudaDeviceSynchronize, 6, NONE, K_NONE, NONE)
-CUDA_PROBE(cudaMemcpyAsync, 7, ARG(3), (s64)ARG(4), ARG(5))
-CUDA_PROBE(cudaMallocHost, 8, ARG(2), K_NONE, NONE)
-CUDA_PROBE(cudaHostAlloc, 9, ARG(2), K_NONE, NONE)
-CUDA_PROBE(cudaEventSynchronize, 10, NONE, K_NONE, NONE)
-CUDA_PROBE(cudaMallocManaged, 11, ARG(2), K_NONE, NONE)
-CUDA_PROBE(cudaFreeHost, 12, NONE, K_NONE, NONE)
-CUDA_PROBE(cudaMemsetAsync, 13, ARG(3), K_NONE, ARG(4))
-CUDA_PROBE(cudaMemset, 14, ARG(3), K_NONE, NONE)
+/*
+ * Every probed function, once: name, catalogue id (store/src/catalog.rs),
+ * then SIZE, KIND, STREAM. Runtime API (libcudart) first, then the driver
+ * (libcuda). cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem,
+ * stream): each dim3 takes two registers, so stream is stack word 8.
+ * cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra).
+ */
+#define CUDA_FUNCTIONS(X) \
+	X(cudaMalloc, 1, ARG(2), K_NONE, NONE) \
+	X(cudaFree, 2, NONE, K_NONE, NONE) \
+	X(cudaLaunchKernel, 3, NONE, K_NONE, ARG(8)) \
+	X(cudaMemcpy, 4, ARG(3), (s64)ARG(4), NONE) \
+	X(cudaStreamSynchronize, 5, NONE, K_NONE, ARG(1)) \
+	X(cudaDeviceSynchronize, 6, NONE, K_NONE, NONE) \
+	X(cudaMemcpyAsync, 7, ARG(3), (s64)ARG(4), ARG(5)) \
+	X(cudaMallocHost, 8, ARG(2), K_NONE, NONE) \
+	X(cudaHostAlloc, 9, ARG(2), K_NONE, NONE) \
+	X(cudaEventSynchronize, 10, NONE, K_NONE, NONE) \
+	X(cudaMallocManaged, 11, ARG(2), K_NONE, NONE) \
+	X(cudaFreeHost, 12, NONE, K_NONE, NONE) \
+	X(cudaMemsetAsync, 13, ARG(3), K_NONE, ARG(4)) \
+	X(cudaMemset, 14, ARG(3), K_NONE, NONE) \
+	X(cuLaunchKernel, 101, NONE, K_NONE, ARG(9)) \
+	X(cuMemAlloc_v2, 102, ARG(2), K_NONE, NONE) \
+	X(cuMemFree_v2, 103, NONE, K_NONE, NONE) \
+	X(cuMemcpyHtoDAsync_v2, 104, ARG(3), K_HTOD, ARG(4)) \
+	X(cuMemcpyDtoHAsync_v2, 105, ARG(3), K_DTOH, ARG(4)) \
+	X(cuStreamSynchronize, 106, NONE, K_NONE, ARG(1)) \
+	X(cuCtxSynchronize, 107, NONE, K_NONE, NONE) \
+	X(cuMemcpy, 108, ARG(3), K_DEFAULT, NONE) \
+	X(cuMemcpyAsync, 109, ARG(3), K_DEFAULT, ARG(4)) \
+	X(cuMemAllocManaged, 110, ARG(2), K_NONE, NONE) \
+	X(cuMemcpyHtoD_v2, 111, ARG(3), K_HTOD, NONE) \
+	X(cuMemcpyDtoH_v2, 112, ARG(3), K_DTOH, NONE)
 
-/* Driver API (libcuda). */
-/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra) */
-CUDA_PROBE(cuLaunchKernel, 101, NONE, K_NONE, ARG(9))
-CUDA_PROBE(cuMemAlloc_v2, 102, ARG(2), K_NONE, NONE)
-CUDA_PROBE(cuMemFree_v2, 103, NONE, K_NONE, NONE)
-CUDA_PROBE(cuMemcpyHtoDAsync_v2, 104, ARG(3), K_HTOD, ARG(4))
-CUDA_PROBE(cuMemcpyDtoHAsync_v2, 105, ARG(3), K_DTOH, ARG(4))
-CUDA_PROBE(cuStreamSynchronize, 106, NONE, K_NONE, ARG(1))
-CUDA_PROBE(cuCtxSynchronize, 107, NONE, K_NONE, NONE)
-CUDA_PROBE(cuMemcpy, 108, ARG(3), K_DEFAULT, NONE)
-CUDA_PROBE(cuMemcpyAsync, 109, ARG(3), K_DEFAULT, ARG(4))
-CUDA_PROBE(cuMemAllocManaged, 110, ARG(2), K_NONE, NONE)
-CUDA_PROBE(cuMemcpyHtoD_v2, 111, ARG(3), K_HTOD, NONE)
-CUDA_PROBE(cuMemcpyDtoH_v2, 112, ARG(3), K_DTOH, NONE)
+CUDA_FUNCTIONS(CUDA_PROBE)
+
+#define OP_ID_OF(name, OP_ID, SIZE, KIND, STREAM) OP_ID,
+static const u32 cuda_op_ids[] = { CUDA_FUNCTIONS(OP_ID_OF) };
+#define N_CUDA_OPS (sizeof(cuda_op_ids) / sizeof(cuda_op_ids[0]))
+
+/*
+ * Called from the exit tracepoint for every exiting thread of a traced
+ * process: a call it was inside never returns, so report it with the time
+ * up to the exit and RET_THREAD_EXITED, count it, and free its entry.
+ */
+static __always_inline void end_open_calls(u32 pid, u32 tid)
+{
+	u64 now = bpf_ktime_get_ns();
+	for (u32 i = 0; i < N_CUDA_OPS; i++) {
+		struct call_key k = { .tid = tid, .op = cuda_op_ids[i] };
+		struct call_val *v = bpf_map_lookup_elem(&calls, &k);
+		if (!v)
+			continue;
+		emit_call(k.op, pid, tid, v, now, RET_THREAD_EXITED);
+		count_loss(LOSS_UNFINISHED);
+		bpf_map_delete_elem(&calls, &k);
+	}
+}
 
 #endif

@@ -146,8 +146,9 @@ int on_exec(u64 *ctx)
 	return 0;
 }
 
-/* sched_process_exit(p, group_dead): every thread passes here; the process
- * is reported (and forgotten) when its last thread goes. arg = exit status,
+/* sched_process_exit(p, group_dead): every thread passes here and ends the
+ * CUDA calls it was inside; the process is reported (and forgotten) when its
+ * last thread goes. arg = exit status,
  * or 128 + signal for a process killed by a signal. */
 SEC("tp_btf/sched_process_exit")
 int on_exit(u64 *ctx)
@@ -156,7 +157,10 @@ int on_exit(u64 *ctx)
 	u32 tid = (u32)p->pid;
 	u32 tgid = (u32)p->tgid;
 	bpf_map_delete_elem(&offcpu, &tid);
-	if (!(u8)ctx[1] || !is_tracked(tgid))
+	if (!is_tracked(tgid))
+		return 0;
+	end_open_calls(tgid, tid);
+	if (!(u8)ctx[1])
 		return 0;
 	s64 code = (s64)p->exit_code;
 	s64 status = (code & 0x7f) ? 128 + (code & 0x7f) : (code >> 8) & 0xff;

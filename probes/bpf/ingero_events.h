@@ -23,6 +23,7 @@
 /* Slots of the per-CPU loss counter array. */
 #define LOSS_RINGBUF 0   /* ring buffer full: record dropped */
 #define LOSS_CALL_MAP 1  /* entry table full: call not timed */
+#define LOSS_UNFINISHED 2 /* thread exited inside a call: no return seen */
 #define LOSS_SLOTS 4
 
 struct rec_cuda {
@@ -36,8 +37,12 @@ struct rec_cuda {
 	u64 size;    /* bytes argument, 0 when none */
 	s64 kind;    /* cudaMemcpyKind, -1 when none */
 	u64 stream;  /* stream handle, 0 when none */
-	s64 ret;     /* return code */
+	s64 ret;     /* return code, or RET_* below when the call never returned */
 };
+
+/* rec_cuda.ret of a call whose thread exited before it returned (dur runs to
+ * the exit). User space uses -2 for calls still open when capture stops. */
+#define RET_THREAD_EXITED (-1)
 
 struct rec_host {
 	u32 rec;

@@ -9,7 +9,7 @@ use crate::error::CaptureError;
 use crate::launch::{spawn_held, HeldChild};
 use crate::loader::{LoadOptions, Probes};
 use crate::poller::{self, PollerConfig};
-use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats};
+use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats, LossBreakdown};
 use crate::{preflight, procs, sysinfo, writer};
 use ingero_store::TraceWriter;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,9 +50,17 @@ pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
         .lock()
         .map(|s| *s)
         .unwrap_or(CaptureState::Failed);
-    let (ops, host, cuda, hosts, drops, processes) = match shared.stats.lock() {
-        Ok(s) => (s.ops(), s.host(), s.cuda, s.hosts, s.drops(), s.processes),
-        Err(_) => (Vec::new(), Vec::new(), 0, 0, 0, 0),
+    let (ops, host, cuda, hosts, losses, unfinished_calls, processes) = match shared.stats.lock() {
+        Ok(s) => (
+            s.ops(),
+            s.host(),
+            s.cuda,
+            s.hosts,
+            s.losses,
+            s.unfinished,
+            s.processes,
+        ),
+        Err(_) => (Vec::new(), Vec::new(), 0, 0, LossBreakdown::default(), 0, 0),
     };
     CaptureStatus {
         state,
@@ -61,7 +69,9 @@ pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
         cuda_calls: cuda,
         host_events: hosts,
         events_written: shared.written.load(Ordering::Relaxed),
-        drops,
+        drops: losses.total(),
+        losses,
+        unfinished_calls,
         ops,
         host,
         libraries: shared
@@ -124,6 +134,11 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         Target::Command(argv) if argv.is_empty() => return Err(CaptureError::EmptyCommand),
         _ => {}
     }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    if !config.ring_bytes.is_power_of_two() || u64::from(config.ring_bytes) < page {
+        return Err(CaptureError::BadRingSize(config.ring_bytes.into()));
+    }
     let trace_all = config.target == Target::AllProcesses;
     let clock = Clock::measure();
     let mut probes = Probes::load(LoadOptions {
@@ -133,6 +148,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     })?;
     let mut tracked = probes.take_tracked()?;
     let losses = probes.take_losses()?;
+    let open_calls = probes.take_open_calls()?;
     let ring = probes.take_ring()?;
 
     for lib in &config.libraries {
@@ -253,6 +269,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     let control = Control {
         probes: Some(probes),
         losses,
+        open_calls,
         writer: wtx,
         writer_thread: Some(writer_thread),
         notices: nrx,

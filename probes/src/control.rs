@@ -5,14 +5,16 @@
 use crate::clock::Clock;
 use crate::discovery;
 use crate::launch::HeldChild;
-use crate::loader::{AttachOutcome, LossCounters, Losses, Probes};
+use crate::loader::{AttachOutcome, LossCounters, Probes};
+use crate::open_calls::OpenCalls;
 use crate::poller::Notice;
 use crate::procs;
-use crate::status::{CaptureState, CaptureSummary, LiveStats, StopReason};
+use crate::status::{CaptureState, CaptureSummary, LiveStats, LossBreakdown, StopReason};
 use crate::sysinfo::Sampler;
 use crate::writer::{WriterMsg, WriterReport};
 use crate::CaptureError;
-use ingero_store::ProcessInfo;
+use ingero_store::catalog::loss_source;
+use ingero_store::{Event, ProcessInfo};
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,6 +49,8 @@ pub struct Control {
     pub probes: Option<Probes>,
     /// Kernel loss counters.
     pub losses: LossCounters,
+    /// Kernel table of calls in flight, read at stop.
+    pub open_calls: OpenCalls,
     /// To the writer.
     pub writer: SyncSender<WriterMsg>,
     /// Writer thread.
@@ -73,6 +77,14 @@ pub struct Control {
     pub started_ns: i64,
 }
 
+/// Loss counters as last written to the database.
+#[derive(Debug, Clone, Copy, Default)]
+struct Recorded {
+    losses: LossBreakdown,
+    unfinished: u64,
+    open_at_stop: u64,
+}
+
 const TICK: Duration = Duration::from_millis(20);
 const SECOND: Duration = Duration::from_secs(1);
 
@@ -81,7 +93,7 @@ impl Control {
     pub fn run(mut self) -> Result<CaptureSummary, CaptureError> {
         let mut sampler = Sampler::default();
         let _ = sampler.sample(self.clock.now_epoch());
-        let mut last_losses = Losses::default();
+        let mut last_losses = Recorded::default();
         let mut known: HashSet<i32> = HashSet::new();
         let mut exited: HashSet<i32> = HashSet::new();
         let mut rescans: BTreeMap<i32, Instant> = BTreeMap::new();
@@ -222,36 +234,91 @@ impl Control {
         }
     }
 
-    fn record_losses(&self, last: Losses) -> Losses {
-        let now = self.losses.read();
+    /// Writes what was lost since `last` into `capture_losses`, one row per
+    /// cause, and refreshes the live counters from the kernel's.
+    fn record_losses(&self, last: Recorded) -> Recorded {
+        let kernel = self.losses.read();
+        let (user, open_at_stop) = match self.shared.stats.lock() {
+            Ok(mut s) => {
+                s.losses.ring_full = kernel.ring_full;
+                s.losses.call_table_full = kernel.call_table_full;
+                (s.losses, s.open_at_stop)
+            }
+            Err(_) => (LossBreakdown::default(), 0),
+        };
+        let now = Recorded {
+            losses: user,
+            unfinished: kernel.unfinished,
+            open_at_stop,
+        };
         let ts = self.clock.now_epoch();
-        let ring = now.ring_full.saturating_sub(last.ring_full);
-        let table = now.call_table_full.saturating_sub(last.call_table_full);
-        if ring > 0 {
-            self.send(WriterMsg::Loss {
-                ts_ns: ts,
-                source: "ringbuf",
-                lost: ring as i64,
-            });
-        }
-        if table > 0 {
-            self.send(WriterMsg::Loss {
-                ts_ns: ts,
-                source: "call_table",
-                lost: table as i64,
-            });
-        }
-        if let Ok(mut s) = self.shared.stats.lock() {
-            s.kernel_drops = now.ring_full + now.call_table_full;
+        let rows = [
+            (
+                loss_source::RINGBUF,
+                now.losses.ring_full,
+                last.losses.ring_full,
+            ),
+            (
+                loss_source::CALL_TABLE,
+                now.losses.call_table_full,
+                last.losses.call_table_full,
+            ),
+            (
+                loss_source::UNDECODABLE,
+                now.losses.undecodable,
+                last.losses.undecodable,
+            ),
+            (
+                loss_source::NOTICE_QUEUE,
+                now.losses.notices_dropped,
+                last.losses.notices_dropped,
+            ),
+            (
+                loss_source::UNFINISHED_CALL,
+                now.unfinished,
+                last.unfinished,
+            ),
+            (
+                loss_source::OPEN_AT_STOP,
+                now.open_at_stop,
+                last.open_at_stop,
+            ),
+        ];
+        for (source, total, before) in rows {
+            let lost = total.saturating_sub(before);
+            if lost > 0 {
+                self.send(WriterMsg::Loss {
+                    ts_ns: ts,
+                    source,
+                    lost: lost as i64,
+                });
+            }
         }
         now
+    }
+
+    /// Records the calls still open once the probes are gone.
+    fn record_open_calls(&mut self, stopped_ns: i64) {
+        let calls = self.open_calls.take(&self.clock, stopped_ns);
+        if calls.is_empty() {
+            return;
+        }
+        if let Ok(mut s) = self.shared.stats.lock() {
+            for c in &calls {
+                s.add_cuda(c);
+            }
+            s.open_at_stop += calls.len() as u64;
+        }
+        self.send(WriterMsg::Events(
+            calls.into_iter().map(Event::Cuda).collect(),
+        ));
     }
 
     fn shutdown(
         mut self,
         reason: StopReason,
         mut command_exit: Option<i32>,
-        last_losses: Losses,
+        last_losses: Recorded,
         mut known: HashSet<i32>,
         mut exited: HashSet<i32>,
         mut sampler: Sampler,
@@ -268,6 +335,7 @@ impl Control {
         while let Ok(n) = self.notices.try_recv() {
             self.on_notice(n, &mut known, &mut exited, &mut ignored);
         }
+        self.record_open_calls(stopped_ns);
         self.record_losses(last_losses);
         self.send(WriterMsg::Snapshot(sampler.sample(stopped_ns)));
         for pid in known.difference(&exited) {

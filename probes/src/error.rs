@@ -68,6 +68,9 @@ pub enum CaptureError {
         detail: String,
     },
     /// `Target::Command` with no program.
+    #[error("ring buffer size {0} bytes is not usable: give a power of two of at least 4096 (e.g. 4K, 1M, 64M)")]
+    BadRingSize(u64),
+
     #[error("empty command: give the program to run, e.g. --cmd \"python train.py\"")]
     EmptyCommand,
     /// The trace database could not be written.

@@ -22,6 +22,7 @@ pub mod histogram;
 mod holder;
 pub mod launch;
 pub mod loader;
+pub mod open_calls;
 mod poller;
 pub mod preflight;
 pub mod procs;
@@ -34,4 +35,6 @@ pub use capture::{start, CaptureHandle, StopHandle};
 pub use config::{CaptureConfig, Target};
 pub use error::CaptureError;
 pub use preflight::{preflight, CheckItem, CheckReport, CheckStatus};
-pub use status::{CaptureState, CaptureStatus, CaptureSummary, HostStatus, OpStatus, StopReason};
+pub use status::{
+    CaptureState, CaptureStatus, CaptureSummary, HostStatus, LossBreakdown, OpStatus, StopReason,
+};

@@ -277,6 +277,16 @@ impl Probes {
         })
     }
 
+    /// Takes the table of calls in flight (read at stop for calls that are
+    /// still open).
+    pub fn take_open_calls(&mut self) -> Result<crate::open_calls::OpenCalls, CaptureError> {
+        let map = self
+            .ebpf
+            .take_map("calls")
+            .ok_or_else(|| load_err("no calls map"))?;
+        crate::open_calls::OpenCalls::new(map).map_err(load_err)
+    }
+
     /// Takes the per-CPU loss counters.
     pub fn take_losses(&mut self) -> Result<LossCounters, CaptureError> {
         let map = self
@@ -351,6 +361,8 @@ pub struct Losses {
     pub ring_full: u64,
     /// Calls not timed because the in-flight table was full.
     pub call_table_full: u64,
+    /// Calls whose thread exited inside them (recorded, never returned).
+    pub unfinished: u64,
 }
 
 impl LossCounters {
@@ -365,6 +377,7 @@ impl LossCounters {
         Losses {
             ring_full: sum(0),
             call_table_full: sum(1),
+            unfinished: sum(2),
         }
     }
 }

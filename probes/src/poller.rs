@@ -115,7 +115,7 @@ pub fn spawn(
 
 fn notify(notices: &SyncSender<Notice>, stats: &mut LiveStats, n: Notice) {
     if let Err(TrySendError::Full(_)) = notices.try_send(n) {
-        stats.other_drops += 1;
+        stats.losses.notices_dropped += 1;
     }
 }
 
@@ -137,7 +137,7 @@ fn drain(
             let record = match decode(&item, clock) {
                 Ok(r) => r,
                 Err(_) => {
-                    st.other_drops += 1;
+                    st.losses.undecodable += 1;
                     continue;
                 }
             };

@@ -107,17 +107,60 @@ pub fn summary(s: &CaptureSummary) -> String {
         let _ = write!(out, "; command exit status {code}");
     }
     out.push('\n');
-    if s.status.drops > 0 {
-        let _ = writeln!(
-            out,
-            "warning: {} events were lost (ring buffer full); see capture_losses in the database",
-            count(s.status.drops)
-        );
+    for line in loss_lines(&s.status) {
+        let _ = writeln!(out, "warning: {line}");
     }
     if let Some(e) = &s.status.error {
         let _ = writeln!(out, "error: {e}");
     }
     out
+}
+
+/// One sentence per cause of loss, each saying what it means and what to do.
+pub fn loss_lines(s: &CaptureStatus) -> Vec<String> {
+    let l = &s.losses;
+    let mut v = Vec::new();
+    if l.ring_full > 0 {
+        v.push(format!(
+            "{} records were dropped in the kernel because the ring buffer was full; \
+             counts in the database are lower bounds (raise --ring-size, or trace fewer processes)",
+            count(l.ring_full)
+        ));
+    }
+    if l.call_table_full > 0 {
+        v.push(format!(
+            "{} CUDA calls were not timed because the in-flight call table was full",
+            count(l.call_table_full)
+        ));
+    }
+    if l.undecodable > 0 {
+        v.push(format!(
+            "{} records could not be decoded and were skipped",
+            count(l.undecodable)
+        ));
+    }
+    if l.notices_dropped > 0 {
+        v.push(format!(
+            "{} process lifecycle notices were dropped; some process rows may lack names",
+            count(l.notices_dropped)
+        ));
+    }
+    if l.not_written > 0 {
+        v.push(format!(
+            "{} events were received but not written: the database failed (see the error below); \
+             what was committed before stays readable",
+            count(l.not_written)
+        ));
+    }
+    if s.unfinished_calls > 0 {
+        v.push(format!(
+            "{} CUDA calls never returned inside the capture (their thread exited, or they were \
+             still running at the stop); they are stored with ret -1 or -2 and durations up to \
+             that moment (see capture_losses)",
+            count(s.unfinished_calls)
+        ));
+    }
+    v
 }
 
 /// The `ingero check` report, one line per check plus fixes.
@@ -161,6 +204,8 @@ mod tests {
             host_events: 234,
             events_written: 1200,
             drops: 0,
+            losses: Default::default(),
+            unfinished_calls: 0,
             ops: vec![OpStatus {
                 name: "cudaLaunchKernel".into(),
                 count: 1000,
@@ -210,6 +255,28 @@ mod tests {
             command_exit: Some(0),
         });
         assert!(s.contains("duration elapsed") && s.contains("command exit status 0"));
+        assert!(!s.contains("warning"));
+    }
+
+    #[test]
+    fn summary_names_each_cause_of_loss_with_a_fix() {
+        let mut st = status();
+        st.losses.ring_full = 1500;
+        st.losses.not_written = 7;
+        st.drops = st.losses.total();
+        st.unfinished_calls = 2;
+        let s = summary(&CaptureSummary {
+            status: st,
+            session_id: 1,
+            started_ns: 0,
+            stopped_ns: 1,
+            reason: StopReason::TargetExited,
+            command_exit: None,
+        });
+        assert!(s.contains("1,500 records were dropped") && s.contains("--ring-size"));
+        assert!(s.contains("7 events were received but not written"));
+        assert!(s.contains("2 CUDA calls never returned"));
+        assert_eq!(s.matches("warning:").count(), 3);
     }
 
     #[test]

@@ -71,8 +71,14 @@ pub struct CaptureStatus {
     pub host_events: u64,
     /// Events committed to the database.
     pub events_written: u64,
-    /// Events lost (kernel ring buffer full, in-flight table full, undecodable).
+    /// Records lost, all causes (the sum of `losses`).
     pub drops: u64,
+    /// Records lost, by cause.
+    pub losses: LossBreakdown,
+    /// CUDA calls recorded without a return: their thread exited inside the
+    /// call, or the call was still running at the stop (durations are lower
+    /// bounds; `ret` is -1 or -2 in the database).
+    pub unfinished_calls: u64,
     /// Per CUDA function, busiest first.
     pub ops: Vec<OpStatus>,
     /// Per host event kind.
@@ -85,6 +91,33 @@ pub struct CaptureStatus {
     pub db: PathBuf,
     /// What went wrong, when state is `failed`.
     pub error: Option<String>,
+}
+
+/// Where records went missing, by cause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct LossBreakdown {
+    /// Dropped in the kernel because the ring buffer was full (raise
+    /// `--ring-size` or lower the event rate).
+    pub ring_full: u64,
+    /// Calls not timed because the kernel's in-flight call table was full.
+    pub call_table_full: u64,
+    /// Records user space could not decode.
+    pub undecodable: u64,
+    /// Process lifecycle notices dropped because the control queue was full.
+    pub notices_dropped: u64,
+    /// Events received but not written because the database failed.
+    pub not_written: u64,
+}
+
+impl LossBreakdown {
+    /// All causes together.
+    pub fn total(&self) -> u64 {
+        self.ring_full
+            + self.call_table_full
+            + self.undecodable
+            + self.notices_dropped
+            + self.not_written
+    }
 }
 
 /// What a finished capture produced.
@@ -131,8 +164,9 @@ pub struct LiveStats {
     host: BTreeMap<u8, (u64, u64)>,
     pub(crate) cuda: u64,
     pub(crate) hosts: u64,
-    pub(crate) kernel_drops: u64,
-    pub(crate) other_drops: u64,
+    pub(crate) losses: LossBreakdown,
+    pub(crate) unfinished: u64,
+    pub(crate) open_at_stop: u64,
     pub(crate) processes: u64,
 }
 
@@ -144,7 +178,9 @@ impl LiveStats {
         acc.hist.record(dur);
         acc.total_ns += dur;
         acc.bytes += c.bytes.max(0) as u64;
-        if c.ret != 0 {
+        if ingero_store::catalog::unfinished::is_unfinished(c.ret) {
+            self.unfinished += 1;
+        } else if c.ret != 0 {
             acc.errors += 1;
         }
         self.cuda += 1;
@@ -197,6 +233,6 @@ impl LiveStats {
 
     /// All losses so far.
     pub fn drops(&self) -> u64 {
-        self.kernel_drops + self.other_drops
+        self.losses.total()
     }
 }

@@ -98,6 +98,6 @@ pub fn spawn(
 
 fn note_dropped(stats: &Mutex<LiveStats>, n: u64) {
     if let Ok(mut s) = stats.lock() {
-        s.other_drops += n;
+        s.losses.not_written += n;
     }
 }

@@ -250,3 +250,42 @@ pub enum AggSource {
     /// `code` is a [`HostKind`] id.
     Host = 2,
 }
+
+/// `cuda_calls.ret` values the capture stores for calls it never saw return
+/// (real CUDA error codes are never negative). Their `dur_ns` is a lower bound.
+pub mod unfinished {
+    /// The thread exited, or the process was killed, inside the call; the
+    /// duration runs to the exit.
+    pub const THREAD_EXITED: i64 = -1;
+    /// The call was still running when the capture stopped; the duration
+    /// runs to the stop.
+    pub const OPEN_AT_STOP: i64 = -2;
+
+    /// True for a `ret` that marks an unfinished call.
+    pub fn is_unfinished(ret: i64) -> bool {
+        ret == THREAD_EXITED || ret == OPEN_AT_STOP
+    }
+}
+
+/// `capture_losses.source` values: where a capture lost records, or (the
+/// last two) calls it recorded without seeing them return.
+pub mod loss_source {
+    /// The kernel ring buffer was full: records dropped before user space.
+    pub const RINGBUF: &str = "ringbuf";
+    /// The in-flight call table was full: calls not timed.
+    pub const CALL_TABLE: &str = "call_table";
+    /// Records user space could not decode.
+    pub const UNDECODABLE: &str = "undecodable";
+    /// Process lifecycle notices dropped (process rows may lack a name).
+    pub const NOTICE_QUEUE: &str = "notice_queue";
+    /// Calls whose thread exited inside them (stored with ret -1).
+    pub const UNFINISHED_CALL: &str = "unfinished_call";
+    /// Calls still running at the stop (stored with ret -2).
+    pub const OPEN_AT_STOP: &str = "open_at_stop";
+
+    /// True when `source` counts records that are missing from the tables
+    /// (false for unfinished calls, which are stored).
+    pub fn is_missing_records(source: &str) -> bool {
+        source != UNFINISHED_CALL && source != OPEN_AT_STOP
+    }
+}

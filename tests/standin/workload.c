@@ -12,6 +12,12 @@
  *     --wait-ms MS       sleep after loading the libraries, before any call
  *     --stdin            after loading the libraries, wait for a line on stdin
  *     --bench N          time N cudaLaunchKernel calls and print ns per call
+ *     --alarm-ms MS      arm SIGALRM (default action: the process dies) MS after
+ *                        loading the libraries, to end it inside a call
+ *     --reload N         after the run, unload both libraries (checked in
+ *                        /proc/self/maps, exit 76 if still mapped), load the
+ *                        runtime again and make N more cudaLaunchKernel calls
+ *     --seconds S        repeat the loop until S seconds have passed (soak runs)
  *
  * Per run it makes exactly: before the loop cudaMalloc, cudaMallocHost,
  * cudaHostAlloc, cuMemAlloc_v2 (1 each); per iteration cudaMemcpyAsync,
@@ -29,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,10 +97,29 @@ static void worker(long ms)
 	_exit(3);
 }
 
+/* True while a file whose path ends with `name` is mapped in this process. */
+static int mapped(const char *name)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[PATH_MAX + 128];
+	size_t n = strlen(name);
+	int found = 0;
+	if (!f)
+		return 1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		size_t len = strcspn(line, "\n");
+		line[len] = 0;
+		found = len >= n && !strcmp(line + len - n, name);
+	}
+	fclose(f);
+	return found;
+}
+
 int main(int argc, char **argv)
 {
 	char dir[PATH_MAX] = "";
 	long iters = 100, workers = 0, worker_ms = 300, wait_ms = 0, bench = 0;
+	long alarm_ms = 0, reload = 0, seconds = 0;
 	int wait_stdin = 0;
 	const char *pids_path = NULL;
 
@@ -123,6 +149,12 @@ int main(int argc, char **argv)
 			wait_ms = atol(v);
 		else if (!strcmp(a, "--bench"))
 			bench = atol(v);
+		else if (!strcmp(a, "--alarm-ms"))
+			alarm_ms = atol(v);
+		else if (!strcmp(a, "--reload"))
+			reload = atol(v);
+		else if (!strcmp(a, "--seconds"))
+			seconds = atol(v);
 		else {
 			fprintf(stderr, "workload: unknown option %s\n", a);
 			return 64;
@@ -147,6 +179,10 @@ int main(int argc, char **argv)
 	}
 	if (wait_ms > 0)
 		usleep((useconds_t)(wait_ms * 1000));
+	if (alarm_ms > 0) {
+		struct itimerval t = { { 0, 0 }, { alarm_ms / 1000, (alarm_ms % 1000) * 1000 } };
+		setitimer(ITIMER_REAL, &t, NULL);
+	}
 	if (wait_stdin) {
 		char line[64];
 		if (!fgets(line, sizeof(line), stdin))
@@ -195,12 +231,15 @@ int main(int argc, char **argv)
 	cudaMallocHost(&h, 8192);
 	cudaHostAlloc(&h2, 16384, 0);
 	cuMemAlloc(&dp, 2 << 20);
-	for (long i = 0; i < iters; i++) {
-		cudaMemcpyAsync(d, h, 4096, HTOD, STREAM);
-		cudaLaunchKernel((const void *)main, grid, block, NULL, 0, STREAM);
-		cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, STREAM, NULL, NULL);
-		cudaStreamSynchronize(STREAM);
-	}
+	long long soak_end = now_ns() + seconds * 1000000000LL;
+	do {
+		for (long i = 0; i < iters; i++) {
+			cudaMemcpyAsync(d, h, 4096, HTOD, STREAM);
+			cudaLaunchKernel((const void *)main, grid, block, NULL, 0, STREAM);
+			cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, STREAM, NULL, NULL);
+			cudaStreamSynchronize(STREAM);
+		}
+	} while (seconds > 0 && now_ns() < soak_end);
 	cudaMemcpy(d, h, 8192, HTOD);
 	cudaMemcpy(h, d, 8192, DTOH);
 	cuMemcpyHtoDAsync(dp, h, 4096, STREAM);
@@ -211,6 +250,26 @@ int main(int argc, char **argv)
 	cudaEventSynchronize(EVENT);
 	cuMemFree(dp);
 	cudaFree(d);
+
+	if (reload > 0) {
+		dlclose(rt);
+		dlclose(drv);
+		if (mapped("/libcudart.so.13") || mapped("/libcuda.so.1")) {
+			fprintf(stderr, "workload: libraries still mapped after dlclose\n");
+			return 76;
+		}
+		usleep(100000);
+		snprintf(path, sizeof(path), "%s/libcudart.so.13", dir);
+		rt = dlopen(path, RTLD_NOW);
+		if (!rt) {
+			fprintf(stderr, "workload: %s\n", dlerror());
+			return 73;
+		}
+		cudaLaunchKernel = (fn_launch)sym(rt, "cudaLaunchKernel");
+		for (long i = 0; i < reload; i++)
+			cudaLaunchKernel((const void *)main, grid, block, NULL, 0, STREAM);
+		dlclose(rt);
+	}
 
 	int bad = 0;
 	for (long w = 0; w < nkids; w++) {

@@ -7,7 +7,7 @@
 
 use crate::error::Result;
 use crate::scope::Scope;
-use ingero_store::catalog::copy_kind;
+use ingero_store::catalog::{copy_kind, loss_source, unfinished};
 use ingero_store::{
     AggSource, CaptureSpan, CudaApi, DbFormat, HostKind, OpClass, ProcessInfo, ResolvedWindow,
     SystemSnapshot, TraceDb,
@@ -278,6 +278,9 @@ pub struct Dataset {
     pub gpu_model: String,
     /// Events the capture reported lost.
     pub lost_events: i64,
+    /// CUDA calls stored without a return (thread exited inside the call, or
+    /// still running at the stop): their durations are lower bounds.
+    pub unfinished_calls: i64,
     /// (pid, source, code) whose rows were sampled in a bucket cut by the
     /// window's edge: their counts there come from raw rows only and are
     /// lower bounds.
@@ -498,8 +501,26 @@ impl Dataset {
             .map_err(q)?;
         let lost_events: i64 = conn
             .query_row(
-                "SELECT COALESCE(SUM(lost), 0) FROM capture_losses WHERE ts_ns BETWEEN ?1 AND ?2",
-                params![window.lo_ns, window.hi_ns],
+                "SELECT COALESCE(SUM(lost), 0) FROM capture_losses \
+                 WHERE ts_ns BETWEEN ?1 AND ?2 AND source NOT IN (?3, ?4)",
+                params![
+                    window.lo_ns,
+                    window.hi_ns,
+                    loss_source::UNFINISHED_CALL,
+                    loss_source::OPEN_AT_STOP
+                ],
+                |r| r.get(0),
+            )
+            .map_err(q)?;
+        let unfinished_calls: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM cuda_calls WHERE ts_ns BETWEEN ?1 AND ?2 AND ret IN (?3, ?4)",
+                params![
+                    window.lo_ns,
+                    window.hi_ns,
+                    unfinished::THREAD_EXITED,
+                    unfinished::OPEN_AT_STOP
+                ],
                 |r| r.get(0),
             )
             .map_err(q)?;
@@ -521,6 +542,7 @@ impl Dataset {
             cpu_cores,
             gpu_model,
             lost_events,
+            unfinished_calls,
             edge_sampled,
         })
     }

@@ -155,6 +155,12 @@ fn limits_of(
             ds.lost_events
         ));
     }
+    if ds.unfinished_calls > 0 {
+        out.push(format!(
+            "{} CUDA calls never returned inside the capture (their thread exited, or they were still running at the stop): their durations are lower bounds.",
+            ds.unfinished_calls
+        ));
+    }
     out
 }
 

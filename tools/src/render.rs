@@ -299,6 +299,13 @@ pub fn stats_text(r: &OpStatsReport) -> String {
     if r.lost_events > 0 {
         let _ = writeln!(s, "  lost events: {}", count(r.lost_events));
     }
+    if r.unfinished_calls > 0 {
+        let _ = writeln!(
+            s,
+            "  unfinished CUDA calls: {} (never returned inside the capture; durations are lower bounds)",
+            count(r.unfinished_calls)
+        );
+    }
     for n in &r.notes {
         let _ = writeln!(s, "  note: {n}");
     }

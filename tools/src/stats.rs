@@ -101,6 +101,9 @@ pub struct OpStatsReport {
     pub cuda_api_time_ns: i64,
     /// Events the capture reported lost.
     pub lost_events: i64,
+    /// CUDA calls recorded without a return (ret -1: their thread exited
+    /// inside; ret -2: still running at the stop); durations are lower bounds.
+    pub unfinished_calls: i64,
     /// Caveats a reader needs (sampling, bucket rounding).
     pub notes: Vec<String>,
 }
@@ -148,6 +151,7 @@ pub fn op_stats_of(ds: &Dataset) -> OpStatsReport {
         ops,
         host,
         lost_events: ds.lost_events,
+        unfinished_calls: ds.unfinished_calls,
         notes,
     }
 }

@@ -55,6 +55,7 @@ pub fn run(args: Args) -> Result<()> {
                 ops: p.ops.clone(),
                 host: Vec::new(),
                 lost_events: 0,
+                unfinished_calls: 0,
                 notes: Vec::new(),
             };
             print!("{}", render::stats_text(&per));

@@ -43,6 +43,11 @@ pub struct CaptureStatus {
     pub host_events: u64,
     /// Events lost before they could be stored.
     pub lost: u64,
+    /// CUDA calls recorded without a return (thread exited inside the call,
+    /// or still running at the stop).
+    pub unfinished_calls: u64,
+    /// One sentence per cause of loss, with what to do about it.
+    pub warnings: Vec<String>,
     /// Seconds since the capture started.
     pub elapsed_s: f64,
     /// CUDA library files probed.
@@ -108,6 +113,8 @@ fn engine_status(s: &ingero_probes::CaptureStatus, output: &Path) -> CaptureStat
         cuda_calls: s.cuda_calls,
         host_events: s.host_events,
         lost: s.drops,
+        unfinished_calls: s.unfinished_calls,
+        warnings: ingero_probes::render::loss_lines(s),
         elapsed_s: s.elapsed_ms as f64 / 1000.0,
         libraries: s.libraries.clone(),
         stop_reason: None,
@@ -249,6 +256,8 @@ impl Capture {
                         cuda_calls: 0,
                         host_events: 0,
                         lost: 0,
+                        unfinished_calls: 0,
+                        warnings: Vec::new(),
                         elapsed_s: 0.0,
                         libraries: Vec::new(),
                         stop_reason: None,
