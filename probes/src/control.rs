@@ -117,7 +117,7 @@ impl Control {
             if now >= next_second {
                 next_second = now + SECOND;
                 self.send(WriterMsg::Snapshot(sampler.sample(self.clock.now_epoch())));
-                last_losses = self.record_losses(last_losses);
+                last_losses = self.record_losses(last_losses, self.clock.now_epoch());
                 if let (Some(root), false) = (self.root, self.trace_all) {
                     if self.child.is_none() {
                         self.attach_from_maps(root, &mut failed_libs);
@@ -234,9 +234,9 @@ impl Control {
         }
     }
 
-    /// Writes what was lost since `last` into `capture_losses`, one row per
-    /// cause, and refreshes the live counters from the kernel's.
-    fn record_losses(&self, last: Recorded) -> Recorded {
+    /// Writes what was lost since `last` into `capture_losses` (one row per
+    /// cause, stamped `ts`) and refreshes the live counters from the kernel's.
+    fn record_losses(&self, last: Recorded, ts: i64) -> Recorded {
         let kernel = self.losses.read();
         let (user, open_at_stop) = match self.shared.stats.lock() {
             Ok(mut s) => {
@@ -251,7 +251,6 @@ impl Control {
             unfinished: kernel.unfinished,
             open_at_stop,
         };
-        let ts = self.clock.now_epoch();
         let rows = [
             (
                 loss_source::RINGBUF,
@@ -336,7 +335,8 @@ impl Control {
             self.on_notice(n, &mut known, &mut exited, &mut ignored);
         }
         self.record_open_calls(stopped_ns);
-        self.record_losses(last_losses);
+        // Stamped at the stop, so the rows fall inside the session's span.
+        self.record_losses(last_losses, stopped_ns);
         self.send(WriterMsg::Snapshot(sampler.sample(stopped_ns)));
         for pid in known.difference(&exited) {
             self.send(WriterMsg::Process(ProcessInfo {

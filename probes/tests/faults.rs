@@ -192,6 +192,16 @@ fn a_full_ring_buffer_counts_every_dropped_record() {
 
     let conn = Connection::open(&db).expect("open");
     assert_eq!(losses(&conn, loss_source::RINGBUF) as u64, ring_full);
+    assert_eq!(
+        one(
+            &conn,
+            "SELECT COUNT(*) FROM capture_losses l JOIN sessions s ON s.id = l.session_id \
+             WHERE l.ts_ns NOT BETWEEN s.started_ns AND s.stopped_ns",
+            []
+        ),
+        0,
+        "loss rows inside the session's span"
+    );
     let parent: i64 = std::fs::read_to_string(&pids)
         .expect("pids")
         .lines()

@@ -1,5 +1,8 @@
-//! Faults during capture, as root: a database on a file system that fills up
-//! mid-capture keeps everything written before, and the capture says so.
+//! Faults during capture, through the CLI, as root: a database on a file
+//! system that fills up mid-capture keeps everything written before; a ring
+//! buffer too small for the event rate and a process killed inside a CUDA call
+//! are reported by `trace` and again by `explain` on the file; a ring size
+//! that cannot work is refused before anything starts.
 
 mod common;
 
@@ -61,4 +64,102 @@ fn disk_full_keeps_earlier_batches_and_reports_it() {
         .output()
         .expect("explain");
     assert!(explained.status.success());
+}
+
+/// `--lib` arguments for the stand-in libraries next to `workload`.
+fn standin_libs(workload: &Path) -> Vec<String> {
+    let dir = workload.parent().expect("workload directory");
+    ["libcudart.so.13", "libcuda.so.1"]
+        .iter()
+        .flat_map(|l| ["--lib".to_string(), dir.join(l).display().to_string()])
+        .collect()
+}
+
+fn explain_text(db: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
+        .args(["explain", "--db"])
+        .arg(db)
+        .output()
+        .expect("explain");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn a_small_ring_buffer_reports_its_drops_and_the_fix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workload = build_standins(&dir.path().join("standin"));
+    let db = dir.path().join("small-ring.db");
+    let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
+        .env("INGERO_STANDIN_US", "0")
+        .args(["trace", "--quiet", "--ring-size", "4K", "--db"])
+        .arg(&db)
+        .args(standin_libs(&workload))
+        .arg("--")
+        .arg(&workload)
+        .args(["--iters", "50000"])
+        .output()
+        .expect("run ingero trace");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("ring buffer was full") && said.contains("raise --ring-size"),
+        "{said}"
+    );
+    let text = explain_text(&db);
+    assert!(text.contains("events were lost during capture"), "{text}");
+}
+
+#[test]
+fn a_process_killed_inside_a_call_is_explained_with_that_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workload = build_standins(&dir.path().join("standin"));
+    let db = dir.path().join("killed.db");
+    let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
+        .env("INGERO_STANDIN_US", "0")
+        .env("INGERO_STANDIN_SYNC_US", "20000000")
+        .args(["trace", "--quiet", "--db"])
+        .arg(&db)
+        .args(standin_libs(&workload))
+        .arg("--")
+        .arg(&workload)
+        .args(["--iters", "3", "--alarm-ms", "500"])
+        .output()
+        .expect("run ingero trace");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("command exit status 142"), "{said}");
+    assert!(said.contains("1 CUDA calls never returned"), "{said}");
+    let text = explain_text(&db);
+    assert!(text.contains("never returned inside the capture"), "{text}");
+}
+
+#[test]
+fn an_unusable_ring_size_is_refused_before_capture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("never.db");
+    for bad in ["3K", "1K", "lots", "4G"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
+            .args(["trace", "--quiet", "--ring-size", bad, "--db"])
+            .arg(&db)
+            .args(["--", "true"])
+            .output()
+            .expect("run ingero trace");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("--ring-size"), "{bad}: {stderr}");
+        assert!(!db.exists(), "{bad}: a database was created");
+    }
 }
