@@ -6,8 +6,17 @@ use ingero_probes::clock::Clock;
 use ingero_probes::decode::decode;
 use proptest::prelude::*;
 
+/// Cases per property: `PROPTEST_CASES` when set (longer runs on demand),
+/// else the short CI count.
+fn cases(ci: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ci)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(2048), ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_records_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..160)) {

@@ -1,6 +1,8 @@
 //! Property tests on the edges that take untrusted input: the read-only SQL
-//! guard, and the reader on damaged database files. Run briefly here; raise
-//! PROPTEST_CASES for a longer run.
+//! guard, and the reader on damaged database files (the foreign Ingero v0.8
+//! format and this project's own). Run briefly here; set PROPTEST_CASES for a
+//! longer run (e.g. `PROPTEST_CASES=20000 cargo test -p ingero-tools --test
+//! robustness_props --release`).
 
 use ingero_store::TraceDb;
 use ingero_tools::explain::explain;
@@ -44,6 +46,19 @@ const SUFFIXES: &[&str] = &[
     "; DELETE FROM host_events",
 ];
 
+/// A native trace written by this project's capture.
+fn native() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../investigations/pageable-vs-pinned-h200.db")
+}
+
+/// Cases per property: `PROPTEST_CASES` when set, else the short CI count.
+fn cases(ci: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ci)
+}
+
 fn digest(path: &Path) -> Vec<u8> {
     std::fs::read(path).expect("read database")
 }
@@ -62,7 +77,7 @@ fn vary_case(s: &str, mask: u64) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(96), ..ProptestConfig::default() })]
 
     /// No statement built from write, attach, pragma, extension and
     /// transaction fragments changes the file or leaves a side effect.
@@ -94,17 +109,17 @@ proptest! {
     /// Damaged files give an error or a report, never a panic or a hang.
     #[test]
     fn damaged_databases_fail_cleanly(
-        edits in proptest::collection::vec((0usize..782_336, any::<u8>()), 1..24),
-        truncate in proptest::option::of(64usize..782_336),
+        own_format in any::<bool>(),
+        edits in proptest::collection::vec((any::<u32>(), any::<u8>()), 1..24),
+        truncate in proptest::option::of(any::<u32>()),
     ) {
-        let mut bytes = std::fs::read(seed()).expect("seed");
+        let mut bytes = std::fs::read(if own_format { native() } else { seed() }).expect("seed");
+        let len = bytes.len();
         for (at, value) in edits {
-            if at < bytes.len() {
-                bytes[at] = value;
-            }
+            bytes[at as usize % len] = value;
         }
         if let Some(n) = truncate {
-            bytes.truncate(n.min(bytes.len()));
+            bytes.truncate(64 + n as usize % (len - 64));
         }
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("damaged.db");
