@@ -175,7 +175,7 @@ impl Prompts {
         })?;
         let empty = Map::new();
         let args = args.unwrap_or(&empty);
-        let mut text = doc.body.clone();
+        let mut values: Vec<(&str, String)> = Vec::with_capacity(doc.arguments.len());
         for spec in &doc.arguments {
             let given = match args.get(&spec.name) {
                 None | Some(Value::Null) => None,
@@ -193,13 +193,45 @@ impl Prompts {
                 }
                 (None, false) => default_for(&spec.name).to_string(),
             };
-            text = text.replace(&format!("{{{{{}}}}}", spec.name), &value);
+            values.push((spec.name.as_str(), value));
         }
+        let text = fill(&doc.body, &values);
         Ok(
             GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
                 .with_description(doc.description.clone()),
         )
     }
+}
+
+/// Replaces each `{{name}}` of `body` that has a value, in one pass over the
+/// template, so a value is inserted as given: placeholders inside a value
+/// are never filled in turn. Other `{{...}}` text is left as it is.
+fn fill(body: &str, values: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let known = after.find("}}").and_then(|close| {
+            let name = &after[..close];
+            values
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (v, close))
+        });
+        match known {
+            Some((value, close)) => {
+                out.push_str(value);
+                rest = &after[close + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Wording used when an optional argument is left out.
@@ -229,5 +261,23 @@ mod tests {
         assert!(!text.contains("{{"));
         assert!(p.get("compare_runs", None).is_err());
         assert!(p.get("nope", None).is_err());
+    }
+
+    #[test]
+    fn argument_values_are_inserted_as_given() {
+        // Found by tests/mcp/fuzz_tool_args.py: a value holding another
+        // argument's placeholder used to be filled in turn.
+        let p = Prompts::load().expect("load");
+        let mut args = Map::new();
+        args.insert("db".into(), Value::String("{{focus}}".into()));
+        args.insert("focus".into(), Value::String("GPU idles".into()));
+        let r = p.get("investigate", Some(&args)).expect("get");
+        let text = serde_json::to_string(&r).expect("json");
+        assert!(text.contains("{{focus}}"), "{text}");
+        let filled = fill(
+            "a {{x}} b {{y}} {{z}} {{",
+            &[("x", "{{y}}".into()), ("y", "2".into())],
+        );
+        assert_eq!(filled, "a {{y}} b 2 {{z}} {{");
     }
 }

@@ -10,9 +10,10 @@ use super::Config;
 use ingero_store::TraceDb;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
-    ListPromptsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{tool_handler, ErrorData, Peer, RoleServer, ServerHandler};
@@ -167,6 +168,46 @@ pub(crate) fn structured<T: Serialize>(
     Ok(result)
 }
 
+/// The answer to a request rmcp could not match to a typed MCP request:
+/// either a method this server serves whose params have the wrong shape
+/// (e.g. `tools/call` with `arguments` that are not an object), which is the
+/// client's error (-32602, saying what was expected), or a method it does
+/// not serve (-32601, saying which ones it does).
+pub(crate) fn unmatched_request(method: &str) -> ErrorData {
+    let expected = match method {
+        "tools/call" => Some(r#"{"name": string, "arguments": object}"#),
+        "prompts/get" => Some(r#"{"name": string, "arguments": object}"#),
+        "tools/list" | "prompts/list" => Some(r#"nothing or {"cursor": string}"#),
+        "initialize" => Some("protocolVersion, capabilities and clientInfo"),
+        "ping" => Some("nothing"),
+        _ => None,
+    };
+    match expected {
+        Some(shape) => ErrorData::invalid_params(
+            format!("malformed params for {method}: expected {shape}"),
+            None,
+        ),
+        None if method.starts_with("resources/") => no_resources(method),
+        None => ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("unknown method {method:?}: this server answers tools/* and prompts/*"),
+            None,
+        ),
+    }
+}
+
+/// This server offers no MCP resources; trace data is read through tools.
+fn no_resources(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "{method}: this server offers no resources; read trace databases with the tools \
+             (list_databases, open_database, run_sql, get_events)"
+        ),
+        None,
+    )
+}
+
 /// Sends `notifications/progress` for one request when the client asked for it.
 #[derive(Clone)]
 pub(crate) struct Progress {
@@ -231,5 +272,63 @@ impl ServerHandler for IngeroMcp {
             .prompts
             .get(&request.name, request.arguments.as_ref())
             .map(Into::into)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(unmatched_request(&request.method))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(no_resources("resources/list"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(no_resources("resources/templates/list"))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(no_resources("resources/read"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_params_of_a_served_method_are_invalid_params() {
+        // Found by tests/mcp/fuzz_tool_args.py: `arguments: [..]` used to be
+        // answered "method not found: tools/call".
+        for method in ["tools/call", "prompts/get", "tools/list", "initialize"] {
+            let e = unmatched_request(method);
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{method}");
+            assert!(e.message.contains("expected"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn unserved_methods_say_what_is_served() {
+        let e = unmatched_request("no/such");
+        assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
+        assert!(e.message.contains("tools/*"), "{}", e.message);
+        let e = unmatched_request("resources/read");
+        assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
+        assert!(e.message.contains("no resources"), "{}", e.message);
     }
 }
