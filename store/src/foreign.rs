@@ -29,13 +29,20 @@ const HOST_KIND_SQL: &str =
     "CASE e.op WHEN 1 THEN 1 WHEN 2 THEN 2 WHEN 3 THEN 3 WHEN 7 THEN 4 WHEN 5 THEN 5 WHEN 6 THEN 6 END";
 const HOST_OPS: &str = "(1, 2, 3, 5, 6, 7)";
 
-/// Attaches the Ingero file at `path` and builds the native views over it.
-pub(crate) fn attach_ingero_go(path: &Path) -> Result<Mapped> {
+/// Attaches the Ingero file at `path` and builds the native views over it;
+/// `at_rest_wal`: a write-ahead-log file with no writer.
+pub(crate) fn attach_ingero_go(path: &Path, at_rest_wal: bool) -> Result<Mapped> {
     let sql_err = |e: rusqlite::Error| StoreError::from_sqlite(path, e);
     let conn = Connection::open_in_memory()?;
-    conn.execute("ATTACH DATABASE ?1 AS src", params![file_uri(path, false)])
-        .or_else(|_| conn.execute("ATTACH DATABASE ?1 AS src", params![file_uri(path, true)]))
-        .map_err(sql_err)?;
+    // A write-ahead-log file with no writer is attached immutable, so reading
+    // it creates no `-wal`/`-shm` files beside it; a file that cannot be
+    // opened normally (read-only folder) falls back to immutable too.
+    conn.execute(
+        "ATTACH DATABASE ?1 AS src",
+        params![file_uri(path, at_rest_wal)],
+    )
+    .or_else(|_| conn.execute("ATTACH DATABASE ?1 AS src", params![file_uri(path, true)]))
+    .map_err(sql_err)?;
     // Native DDL gives us the real tables we fill in memory (cuda_ops,
     // processes, capture_losses); the rest are dropped and replaced by views.
     conn.execute_batch(MIGRATIONS[0]).map_err(sql_err)?;
@@ -236,7 +243,7 @@ fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
 
 /// `file:` URI for a read-only attach, with the characters SQLite treats
 /// specially escaped.
-fn file_uri(path: &Path, immutable: bool) -> String {
+pub(crate) fn file_uri(path: &Path, immutable: bool) -> String {
     let mut out = String::from("file:");
     for b in path.to_string_lossy().bytes() {
         match b {

@@ -41,8 +41,8 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 impl TraceDb {
     /// Opens `path` read-only. The file is never modified.
     pub fn open(path: &Path) -> Result<TraceDb> {
-        check_file(path)?;
-        let conn = open_read_only(path)?;
+        let at_rest = check_file(path)?;
+        let conn = open_read_only(path, at_rest)?;
         let tables = table_names(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
         if tables.is_empty() {
             return Err(StoreError::Empty(path.to_path_buf()));
@@ -82,7 +82,7 @@ impl TraceDb {
             (conn, DbFormat::Native { version }, bucket)
         } else if has("events") && has("ops") && has("sources") {
             drop(conn);
-            let mapped = foreign::attach_ingero_go(path)?;
+            let mapped = foreign::attach_ingero_go(path, at_rest)?;
             (
                 mapped.conn,
                 DbFormat::IngeroGo {
@@ -170,7 +170,9 @@ impl StoreError {
     }
 }
 
-fn check_file(path: &Path) -> Result<()> {
+/// Checks the file is an SQLite database; returns true when it is a
+/// write-ahead-log file with no writer (no `-wal` beside it).
+fn check_file(path: &Path) -> Result<bool> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -192,21 +194,40 @@ fn check_file(path: &Path) -> Result<()> {
     if meta.len() == 0 {
         return Err(StoreError::Empty(path.to_path_buf()));
     }
-    let mut header = [0u8; 16];
+    let mut header = [0u8; 20];
     let mut f = std::fs::File::open(path).map_err(|e| StoreError::Open {
         path: path.to_path_buf(),
         detail: e.to_string(),
     })?;
     let n = f.read(&mut header)?;
-    if n < 16 || &header != SQLITE_MAGIC {
+    if n < 20 || &header[..16] != SQLITE_MAGIC {
         return Err(StoreError::NotSqlite(path.to_path_buf()));
     }
-    Ok(())
+    // Bytes 18 and 19 are 2 in write-ahead-log mode.
+    let wal_mode = header[18] == 2 && header[19] == 2;
+    Ok(wal_mode && !sidecar(path, "-wal").exists())
 }
 
-fn open_read_only(path: &Path) -> Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| StoreError::Open {
+/// `<path><suffix>`, e.g. the `-wal` file SQLite keeps next to a database.
+pub(crate) fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Opens read-only. A write-ahead-log file at rest (no writer) is opened
+/// immutable: otherwise SQLite creates `-wal` and `-shm` files next to it
+/// just to read, and tools would take it for a capture in progress.
+fn open_read_only(path: &Path, at_rest_wal: bool) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let opened = if at_rest_wal {
+        Connection::open_with_flags(crate::foreign::file_uri(path, true), flags)
+    } else {
+        Connection::open_with_flags(path, flags)
+    };
+    let conn = opened.map_err(|e| StoreError::Open {
         path: path.to_path_buf(),
         detail: e.to_string(),
     })?;

@@ -289,11 +289,27 @@ impl TraceWriter {
             "UPDATE sessions SET stopped_ns = ?2 WHERE id = ?1",
             params![self.session_id, stopped_ns],
         )?;
-        self.conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-        self.conn
-            .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))?;
-        Ok(self.path)
+        // Leave a single self-contained file. Best effort: while a reader
+        // has the capture open (an MCP server following it live) SQLite
+        // refuses the switch; the file then stays in WAL mode, complete
+        // and readable, and its last connection folds the log back in.
+        let busy = |e: &rusqlite::Error| {
+            matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy)
+            )
+        };
+        let tidy = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .and_then(|()| {
+                self.conn
+                    .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
+            });
+        match tidy {
+            Err(e) if !busy(&e) => Err(e.into()),
+            _ => Ok(self.path),
+        }
     }
 }
 

@@ -197,3 +197,63 @@ fn bad_files_give_specific_errors() {
     w.finish(0).expect("finish");
     assert!(matches!(TraceDb::open(&no_data), Err(StoreError::Empty(_))));
 }
+
+/// Reading never leaves files next to a database at rest, whatever its
+/// journal mode; a database being written (WAL with its `-wal` file) is read
+/// live, including batches committed after it was opened.
+#[test]
+fn reading_leaves_no_files_behind_and_follows_a_live_capture() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let go = dir.path().join("go-wal.db");
+    std::fs::copy(reference("sample-cluster.db"), &go).expect("copy");
+    let before = std::fs::read(&go).expect("read");
+    let db = TraceDb::open(&go).expect("open WAL file at rest");
+    assert!(count(&db, "SELECT COUNT(*) FROM cuda_calls") > 0);
+    drop(db);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["go-wal.db".to_string()],
+        "sidecar files created"
+    );
+    assert_eq!(std::fs::read(&go).expect("read"), before);
+
+    let live = dir.path().join("live.db");
+    let info = SessionInfo {
+        started_ns: 1_000_000_000_000,
+        ..Default::default()
+    };
+    let mut w = TraceWriter::create(&live, &info, RawPolicy::All).expect("create");
+    let call = |i: i64| {
+        Event::Cuda(CudaCall {
+            ts_ns: 1_000_000_000_000 + i * 1000,
+            pid: 7,
+            tid: 7,
+            op_id: 3,
+            dur_ns: 10_000,
+            bytes: 0,
+            copy_kind: -1,
+            stream: 0,
+            ret: 0,
+        })
+    };
+    w.write_batch(&[call(0)]).expect("batch");
+    let reader = TraceDb::open(&live).expect("open live");
+    assert_eq!(count(&reader, "SELECT COUNT(*) FROM cuda_calls"), 1);
+    w.write_batch(&[call(1), call(2)]).expect("batch");
+    assert_eq!(count(&reader, "SELECT COUNT(*) FROM cuda_calls"), 3);
+    // Finishing while the reader is still open succeeds (the switch back to
+    // a rollback journal waits for a later writer), and loses nothing.
+    w.finish(1_000_000_100_000)
+        .expect("finish with a reader attached");
+    drop(reader);
+    let after = TraceDb::open(&live).expect("reopen");
+    assert_eq!(count(&after, "SELECT COUNT(*) FROM cuda_calls"), 3);
+    assert_eq!(
+        count(&after, "SELECT stopped_ns FROM sessions"),
+        1_000_000_100_000
+    );
+}
