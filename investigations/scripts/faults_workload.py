@@ -29,7 +29,7 @@ if a.mode == "storm":
     print("storm done", float(y[0]))
 else:
     torch.backends.cuda.matmul.allow_tf32 = False
-    for _ in range(300):
+    for _ in range(500):
         x = x @ x * 1e-4
     if a.mode == "kill":
         threading.Timer(a.kill_after, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
