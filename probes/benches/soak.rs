@@ -179,7 +179,7 @@ fn main() {
         RSS_GROWTH_LIMIT_KIB / 1024
     );
     println!(
-        "soak: database {:.1} MiB at the end, {:.1} MiB/min in the first half after warm-up, {:.1} MiB/min in the second ({:.0} bytes per event)",
+        "soak: database {:.1} MiB at the end, {:.1} MiB/min in the first half after warm-up, {:.1} MiB/min in the second ({:.2} bytes per event)",
         final_db as f64 / 1048576.0,
         first_half_rate * 60.0 / 1048576.0,
         second_half_rate * 60.0 / 1048576.0,
