@@ -54,3 +54,55 @@ impl CaptureConfig {
         }
     }
 }
+
+/// Parses a ring buffer size: bytes with an optional K, M or G suffix
+/// (powers of 1024), a power of two from 4K to 1G. Shared by the CLI and the
+/// MCP server so both accept the same spellings.
+pub fn parse_ring_size(text: &str) -> Result<u32, String> {
+    let t = text.trim().trim_end_matches(['i', 'I', 'b', 'B']);
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size: use bytes or K/M/G, e.g. 4K or 64M"))?;
+    let bytes = n
+        .checked_shl(shift)
+        .filter(|b| b >> shift == n)
+        .ok_or_else(|| format!("{text} is too large"))?;
+    if !bytes.is_power_of_two() || !(4096..=1 << 30).contains(&bytes) {
+        return Err(format!(
+            "{text} is not usable: give a power of two from 4K to 1G"
+        ));
+    }
+    Ok(bytes as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_sizes_are_powers_of_two_with_units() {
+        assert_eq!(parse_ring_size("4K"), Ok(4096));
+        assert_eq!(parse_ring_size("16M"), Ok(16 << 20));
+        assert_eq!(parse_ring_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_ring_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_ring_size("65536"), Ok(65536));
+        for bad in [
+            "",
+            "3K",
+            "2K",
+            "2G",
+            "abc",
+            "-4K",
+            "99999999999999999999G",
+            "4KK",
+        ] {
+            assert!(parse_ring_size(bad).is_err(), "{bad} accepted");
+        }
+    }
+}

@@ -123,7 +123,7 @@ pub fn loss_lines(s: &CaptureStatus) -> Vec<String> {
     if l.ring_full > 0 {
         v.push(format!(
             "{} records were dropped in the kernel because the ring buffer was full; \
-             counts in the database are lower bounds (raise --ring-size, or trace fewer processes)",
+             counts in the database are lower bounds (raise --ring-size, ring_size in start_trace, or trace fewer processes)",
             count(l.ring_full)
         ));
     }

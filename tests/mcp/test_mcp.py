@@ -447,6 +447,7 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
         await expect_tool_error(c, "capture: stop before start", "stop_trace", {}, r"no capture has been started")
         await expect_tool_error(c, "capture: two pids refused", "start_trace", {"pids": [1, 2]}, r"one pid per capture")
         await expect_tool_error(c, "capture: path in output refused", "start_trace", {"pids": [1], "output": "../x.db"}, r"plain file name")
+        await expect_tool_error(c, "capture: unusable ring size refused", "start_trace", {"pids": [1], "ring_size": "3K"}, r"ring_size: 3K is not usable.*power of two")
         if os.geteuid() != 0:
             await expect_tool_error(c, "capture: needs root", "start_trace", {"pids": [os.getpid()]}, r"root|CAP_BPF")
             return
@@ -459,7 +460,7 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             time.sleep(0.3)
-            r = await c.call_tool("start_trace", {"pids": [proc.pid], "output": "mcp-capture.db"})
+            r = await c.call_tool("start_trace", {"pids": [proc.pid], "output": "mcp-capture.db", "ring_size": "1M"})
             C.ok("capture: start_trace", not r.is_error and r.structured_content["running"], text_of(r)[:300])
             proc.stdin.write(b"go\n")
             proc.stdin.flush()
@@ -470,6 +471,7 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
             r = await c.call_tool("stop_trace", {})
             st = r.structured_content or {}
             C.ok("capture: stop_trace finalises", not r.is_error and st.get("running") is False and st.get("output", "").endswith("mcp-capture.db"), text_of(r)[:300])
+            C.ok("capture: nothing lost or left open, no warnings", st.get("lost") == 0 and st.get("unfinished_calls") == 0 and st.get("warnings") == [], text_of(r)[:300])
         finally:
             if proc.poll() is None:
                 proc.kill()

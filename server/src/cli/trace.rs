@@ -2,6 +2,7 @@
 //! or the whole machine into a trace database, with a live table on stderr.
 
 use anyhow::Context;
+use ingero_probes::config::parse_ring_size;
 use ingero_probes::{render, start, CaptureConfig, Target};
 use ingero_store::RawPolicy;
 use std::io::{IsTerminal, Write};
@@ -38,7 +39,7 @@ pub struct Args {
     sample: Option<u32>,
     /// Kernel ring buffer size: a power of two of at least 4K (4K, 256K, 16M,
     /// 1G). Raise it when the summary reports records dropped in the kernel.
-    #[arg(long, value_name = "BYTES", default_value = "16M", value_parser = parse_size)]
+    #[arg(long, value_name = "BYTES", default_value = "16M", value_parser = parse_ring_size)]
     ring_size: u32,
     /// No live table, even on a terminal.
     #[arg(long)]
@@ -49,30 +50,6 @@ pub struct Args {
     /// Command to run, after `--` (alternative to --cmd).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
-}
-
-/// Parses a byte size with an optional K, M or G suffix (powers of 1024).
-fn parse_size(text: &str) -> Result<u32, String> {
-    let t = text.trim().trim_end_matches(['i', 'I', 'b', 'B']);
-    let (digits, shift) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 10),
-        Some((i, 'm' | 'M')) => (&t[..i], 20),
-        Some((i, 'g' | 'G')) => (&t[..i], 30),
-        _ => (t, 0),
-    };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size: use bytes or K/M/G, e.g. 4K or 64M"))?;
-    let bytes = n
-        .checked_shl(shift)
-        .filter(|b| b >> shift == n)
-        .ok_or_else(|| format!("{text} is too large"))?;
-    if !bytes.is_power_of_two() || !(4096..=1 << 30).contains(&bytes) {
-        return Err(format!(
-            "{text} is not usable: give a power of two from 4K to 1G"
-        ));
-    }
-    Ok(bytes as u32)
 }
 
 /// Splits a command line on whitespace, honouring '…', "…" and backslash escapes
@@ -206,27 +183,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ring_sizes_are_powers_of_two_with_units() {
-        assert_eq!(parse_size("4K"), Ok(4096));
-        assert_eq!(parse_size("16M"), Ok(16 << 20));
-        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
-        assert_eq!(parse_size("1g"), Ok(1 << 30));
-        assert_eq!(parse_size("65536"), Ok(65536));
-        for bad in [
-            "",
-            "3K",
-            "2K",
-            "2G",
-            "abc",
-            "-4K",
-            "99999999999999999999G",
-            "4KK",
-        ] {
-            assert!(parse_size(bad).is_err(), "{bad} accepted");
-        }
-    }
 
     #[test]
     fn splits_like_a_shell_without_expansion() {

@@ -24,6 +24,9 @@ pub struct StartTraceArgs {
     /// File name for the new database, created inside the allowed folder
     /// (default: capture-<unix time>.db).
     pub output: Option<String>,
+    /// Kernel ring buffer size, a power of two from "4K" to "1G" (default
+    /// "16M"); raise it when a capture reports records dropped in the kernel.
+    pub ring_size: Option<String>,
 }
 
 /// State of the capture, as reported to clients.
@@ -190,6 +193,12 @@ impl Capture {
             .transpose()
             .map_err(|e| CaptureError::BadRequest(e.to_string()))?
             .map(|ns| Duration::from_nanos(ns.max(0) as u64));
+        let ring_bytes = args
+            .ring_size
+            .as_deref()
+            .map(ingero_probes::config::parse_ring_size)
+            .transpose()
+            .map_err(|e| CaptureError::BadRequest(format!("ring_size: {e}")))?;
         let mut slot = self
             .slot
             .lock()
@@ -202,6 +211,9 @@ impl Capture {
         let output = self.output_path(args.output.as_deref())?;
         let mut config = CaptureConfig::new(target, output.clone());
         config.duration = duration;
+        if let Some(bytes) = ring_bytes {
+            config.ring_bytes = bytes;
+        }
         let handle =
             ingero_probes::start(config).map_err(|e| CaptureError::Engine(e.to_string()))?;
         let status = engine_status(&handle.status(), &output);
