@@ -163,3 +163,47 @@ fn an_unusable_ring_size_is_refused_before_capture() {
         assert!(!db.exists(), "{bad}: a database was created");
     }
 }
+
+#[test]
+fn a_killed_capture_is_explained_as_unfinished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workload = build_standins(&dir.path().join("standin"));
+    let db = dir.path().join("killed-capture.db");
+    let mut trace = Command::new(env!("CARGO_BIN_EXE_ingero"))
+        .env("INGERO_STANDIN_US", "200")
+        .args(["trace", "--quiet", "--db"])
+        .arg(&db)
+        .args(standin_libs(&workload))
+        .arg("--")
+        .arg(&workload)
+        .args(["--iters", "15000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run ingero trace");
+    let t0 = std::time::Instant::now();
+    while !db.exists() && t0.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    trace.kill().expect("SIGKILL the capture");
+    let _ = trace.wait();
+    // The launched workload outlives the capture: end it.
+    let conn =
+        rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let targets: String = conn
+        .query_row("SELECT target_pids FROM sessions", [], |r| r.get(0))
+        .expect("session row");
+    drop(conn);
+    for pid in targets
+        .trim_matches(['[', ']'])
+        .split(',')
+        .filter_map(|p| p.trim().parse::<i32>().ok())
+    {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    let text = explain_text(&db);
+    assert!(text.contains("Session 1 has no stop time"), "{text}");
+    assert!(text.contains("cudaLaunchKernel"), "{text}");
+}

@@ -278,6 +278,9 @@ pub struct Dataset {
     pub gpu_model: String,
     /// Events the capture reported lost.
     pub lost_events: i64,
+    /// Sessions with no stop time: still being recorded, or the recorder was
+    /// killed before it finished (its last batch may be missing).
+    pub open_sessions: Vec<i64>,
     /// CUDA calls stored without a return (thread exited inside the call, or
     /// still running at the stop): their durations are lower bounds.
     pub unfinished_calls: i64,
@@ -512,6 +515,17 @@ impl Dataset {
                 |r| r.get(0),
             )
             .map_err(q)?;
+        let open_sessions: Vec<i64> = {
+            let mut stmt = conn
+                .prepare("SELECT id FROM sessions WHERE COALESCE(stopped_ns, 0) = 0 ORDER BY id")
+                .map_err(q)?;
+            let ids = stmt
+                .query_map([], |r| r.get(0))
+                .map_err(q)?
+                .collect::<rusqlite::Result<Vec<i64>>>()
+                .map_err(q)?;
+            ids
+        };
         let unfinished_calls: i64 = conn
             .query_row(
                 "SELECT COUNT(*) FROM cuda_calls WHERE ts_ns BETWEEN ?1 AND ?2 AND ret IN (?3, ?4)",
@@ -543,6 +557,7 @@ impl Dataset {
             gpu_model,
             lost_events,
             unfinished_calls,
+            open_sessions,
             edge_sampled,
         })
     }

@@ -155,6 +155,13 @@ fn limits_of(
             ds.lost_events
         ));
     }
+    if !ds.open_sessions.is_empty() {
+        let ids: Vec<String> = ds.open_sessions.iter().map(i64::to_string).collect();
+        out.push(format!(
+            "Session {} has no stop time: it is still being recorded, or the recorder was killed before it finished (the events of its last fraction of a second may be missing).",
+            ids.join(", ")
+        ));
+    }
     if ds.unfinished_calls > 0 {
         out.push(format!(
             "{} CUDA calls never returned inside the capture (their thread exited, or they were still running at the stop): their durations are lower bounds.",
