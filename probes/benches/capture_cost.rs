@@ -8,33 +8,15 @@
 //!
 //! Run: `cargo bench -p ingero-probes --bench capture_cost`.
 
+mod common;
+
+use common::standin;
 use ingero_probes::{start, CaptureConfig, Target};
 use ingero_store::RawPolicy;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn standin() -> PathBuf {
-    if let Some(dir) = std::env::var_os("INGERO_STANDIN_DIR") {
-        return PathBuf::from(dir);
-    }
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("standin-bench");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/standin");
-    let ok = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(root)
-        .arg(format!("OUT={}", out.display()))
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "building the stand-in failed (needs make and a C compiler)"
-    );
-    out
-}
 
 /// Starts `workload --stdin --bench n` (libraries loaded, waiting).
 fn spawn_bench(dir: &Path, n: u64) -> std::process::Child {

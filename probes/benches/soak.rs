@@ -16,10 +16,12 @@
 //! `INGERO_SOAK_SECS` for another length). As a test target (`cargo test
 //! --all-targets`) it runs for 20 s.
 
+mod common;
+
+use common::standin;
 use ingero_probes::{start, CaptureConfig, Target};
 use ingero_store::RawPolicy;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
@@ -31,24 +33,6 @@ fn seconds() -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(if bench { 600 } else { 20 })
-}
-
-fn standin() -> PathBuf {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("standin-soak");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/standin");
-    let ok = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(root)
-        .arg(format!("OUT={}", out.display()))
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "building the stand-in failed (needs make and a C compiler)"
-    );
-    out
 }
 
 fn rss_kib() -> u64 {

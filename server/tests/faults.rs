@@ -75,6 +75,15 @@ fn standin_libs(workload: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Everything a command printed, stdout then stderr.
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 fn explain_text(db: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
         .args(["explain", "--db"])
@@ -105,11 +114,7 @@ fn a_small_ring_buffer_reports_its_drops_and_the_fix() {
         .args(["--iters", "50000"])
         .output()
         .expect("run ingero trace");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
     assert!(
         said.contains("ring buffer was full") && said.contains("raise --ring-size"),
@@ -135,11 +140,7 @@ fn a_process_killed_inside_a_call_is_explained_with_that_call() {
         .args(["--iters", "3", "--alarm-ms", "500"])
         .output()
         .expect("run ingero trace");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     assert!(said.contains("command exit status 142"), "{said}");
     assert!(said.contains("1 CUDA calls never returned"), "{said}");
     let text = explain_text(&db);

@@ -10,52 +10,18 @@
 //! `.venv/bin/python` at the repository root, or `INGERO_MCP_PYTHON`. Without
 //! one the test is skipped with a message, unless `INGERO_MCP_E2E=require`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("INGERO_MCP_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    venv.exists().then_some(venv)
-}
-
-/// True when `python` can import what the fuzzer needs.
-fn has_packages(python: &Path) -> bool {
-    Command::new(python)
-        .args(["-c", "import hypothesis, jsonschema, mcp"])
-        .status()
-        .is_ok_and(|s| s.success())
-}
+mod support;
 
 #[test]
 fn fuzz_tool_arguments_through_mcp() {
-    let required = std::env::var("INGERO_MCP_E2E").is_ok_and(|v| v == "require");
-    let hint = "python3 -m venv .venv && .venv/bin/pip install -r tests/mcp/requirements.txt";
-    let Some(python) = python() else {
-        let msg = format!("no Python for the MCP fuzz test: {hint}");
-        assert!(!required, "{msg}");
-        eprintln!("skipped: {msg}");
+    let Some(python) = support::python("MCP fuzz test", "hypothesis, jsonschema, mcp") else {
         return;
     };
-    if !has_packages(&python) {
-        let msg = format!(
-            "{} lacks hypothesis/jsonschema/mcp: {hint}",
-            python.display()
-        );
-        assert!(!required, "{msg}");
-        eprintln!("skipped: {msg}");
-        return;
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status = Command::new(&python)
-        .arg(root.join("tests/mcp/fuzz_tool_args.py"))
-        .arg("--bin")
-        .arg(env!("CARGO_BIN_EXE_ingero"))
-        .current_dir(&root)
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+    let status = support::run_script(
+        &python,
+        "tests/mcp/fuzz_tool_args.py",
+        &["--bin", env!("CARGO_BIN_EXE_ingero")],
+    );
     assert!(
         status.success(),
         "the MCP argument fuzzer found a defect ({status}); its output above names the example"

@@ -8,41 +8,33 @@
 //! `.venv/bin/python` at the repository root, or `INGERO_MCP_PYTHON`. Without
 //! one the test is skipped with a message, unless `INGERO_MCP_E2E=require`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
 
 /// Seconds of load; long enough for sessions to be recycled many times.
 const SECONDS: &str = "16";
 /// Sessions live at once.
 const SESSIONS: &str = "64";
 
-fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("INGERO_MCP_PYTHON") {
-        return Some(PathBuf::from(p));
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
-    venv.exists().then_some(venv)
-}
-
 #[test]
 fn http_server_under_64_sessions_of_mixed_calls() {
-    let required = std::env::var("INGERO_MCP_E2E").is_ok_and(|v| v == "require");
-    let Some(python) = python() else {
-        let msg = "no Python for the MCP load test: python3 -m venv .venv && \
-                   .venv/bin/pip install -r tests/mcp/requirements.txt";
-        assert!(!required, "{msg}");
-        eprintln!("skipped: {msg}");
+    let Some(python) = support::python("MCP load test", "httpx2, anyio, jsonschema") else {
         return;
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status = Command::new(&python)
-        .arg(root.join("tests/mcp/load_http.py"))
-        .args(["--bin", env!("CARGO_BIN_EXE_ingero")])
-        .args(["--sessions", SESSIONS, "--seconds", SECONDS])
-        .arg("--db")
-        .arg(root.join("tests/data/ingero-investigations/pytorch-dataloader-starvation.db"))
-        .current_dir(&root)
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+    let db =
+        support::root().join("tests/data/ingero-investigations/pytorch-dataloader-starvation.db");
+    let status = support::run_script(
+        &python,
+        "tests/mcp/load_http.py",
+        &[
+            "--bin",
+            env!("CARGO_BIN_EXE_ingero"),
+            "--sessions",
+            SESSIONS,
+            "--seconds",
+            SECONDS,
+            "--db",
+            &db.display().to_string(),
+        ],
+    );
     assert!(status.success(), "MCP HTTP load test failed ({status})");
 }
