@@ -119,48 +119,42 @@ pub fn summary(s: &CaptureSummary) -> String {
 /// One sentence per cause of loss, each saying what it means and what to do.
 pub fn loss_lines(s: &CaptureStatus) -> Vec<String> {
     let l = &s.losses;
-    let mut v = Vec::new();
-    if l.ring_full > 0 {
-        v.push(format!(
-            "{} records were dropped in the kernel because the ring buffer was full; \
-             counts in the database are lower bounds (raise --ring-size, ring_size in start_trace, or trace fewer processes)",
-            count(l.ring_full)
-        ));
-    }
-    if l.call_table_full > 0 {
-        v.push(format!(
-            "{} CUDA calls were not timed because the in-flight call table was full",
-            count(l.call_table_full)
-        ));
-    }
-    if l.undecodable > 0 {
-        v.push(format!(
-            "{} records could not be decoded and were skipped",
-            count(l.undecodable)
-        ));
-    }
-    if l.notices_dropped > 0 {
-        v.push(format!(
-            "{} process lifecycle notices were dropped; some process rows may lack names",
-            count(l.notices_dropped)
-        ));
-    }
-    if l.not_written > 0 {
-        v.push(format!(
-            "{} events were received but not written: the database failed (see the error below); \
+    let causes: [(u64, &str); 6] = [
+        (
+            l.ring_full,
+            "records were dropped in the kernel because the ring buffer was full; counts in the \
+             database are lower bounds (raise --ring-size, ring_size in start_trace, or trace \
+             fewer processes)",
+        ),
+        (
+            l.call_table_full,
+            "CUDA calls were not timed because the in-flight call table was full",
+        ),
+        (
+            l.undecodable,
+            "records could not be decoded and were skipped",
+        ),
+        (
+            l.notices_dropped,
+            "process lifecycle notices were dropped; some process rows may lack names",
+        ),
+        (
+            l.not_written,
+            "events were received but not written: the database failed (see the error below); \
              what was committed before stays readable",
-            count(l.not_written)
-        ));
-    }
-    if s.unfinished_calls > 0 {
-        v.push(format!(
-            "{} CUDA calls never returned inside the capture (their thread exited, or they were \
+        ),
+        (
+            s.unfinished_calls,
+            "CUDA calls never returned inside the capture (their thread exited, or they were \
              still running at the stop); they are stored with ret -1 or -2 and durations up to \
              that moment (see capture_losses)",
-            count(s.unfinished_calls)
-        ));
-    }
-    v
+        ),
+    ];
+    causes
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", count(*n)))
+        .collect()
 }
 
 /// The `ingero check` report, one line per check plus fixes.
