@@ -47,8 +47,27 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Database bytes on disk, write-ahead log and journal included.
+/// Committed database size (pages in use, write-ahead log included), read
+/// through a short-lived read-only connection: smooth, unlike file sizes,
+/// which move in steps at checkpoints.
 fn db_bytes(db: &Path) -> u64 {
+    let Ok(conn) = rusqlite::Connection::open_with_flags(
+        db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return 0;
+    };
+    conn.query_row(
+        "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|b| b.max(0) as u64)
+    .unwrap_or(0)
+}
+
+/// File bytes on disk, log and journal included.
+fn file_bytes(db: &Path) -> u64 {
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     let beside = |suffix: &str| size(&PathBuf::from(format!("{}{suffix}", db.display())));
     size(db) + beside("-wal") + beside("-journal")
@@ -126,7 +145,7 @@ fn main() {
     }
     let summary = handle.wait().expect("capture");
     let wall = t0.elapsed().as_secs_f64();
-    let final_db = db_bytes(&db);
+    let final_db = file_bytes(&db);
     let events = summary.status.events;
 
     // Warm-up: the first 20% of the run (ring buffer mapped, caches filled).
