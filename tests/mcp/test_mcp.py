@@ -460,7 +460,7 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             time.sleep(0.3)
-            r = await c.call_tool("start_trace", {"pids": [proc.pid], "output": "mcp-capture.db", "ring_size": "1M"})
+            r = await c.call_tool("start_trace", {"pids": [proc.pid], "output": "mcp-capture.db", "ring_size": "64M"})
             C.ok("capture: start_trace", not r.is_error and r.structured_content["running"], text_of(r)[:300])
             proc.stdin.write(b"go\n")
             proc.stdin.flush()
