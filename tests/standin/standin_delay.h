@@ -4,6 +4,10 @@
  * INGERO_STANDIN_US       microseconds each call spends (default 0)
  * INGERO_STANDIN_SYNC_US  microseconds each synchronize call spends
  *                         (default: INGERO_STANDIN_US)
+ * INGERO_STANDIN_EXIT_OFF_MAIN=1
+ *                         a synchronize called off the main thread ends its
+ *                         thread inside the call (pthread_exit), as a
+ *                         cancelled thread would; it never returns
  *
  * The time is spent spinning on CLOCK_MONOTONIC, like a driver polling the
  * GPU, so the call stays on-CPU and its duration is exact.
@@ -11,8 +15,11 @@
 #ifndef STANDIN_DELAY_H
 #define STANDIN_DELAY_H
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 static long standin_env_us(const char *name, long fallback)
 {
@@ -61,6 +68,9 @@ static void standin_sync(void)
 {
 	standin_load();
 	standin_spin_us(standin_sync_us);
+	if (standin_env_us("INGERO_STANDIN_EXIT_OFF_MAIN", 0) == 1 &&
+	    syscall(SYS_gettid) != getpid())
+		pthread_exit(NULL);
 }
 
 #endif

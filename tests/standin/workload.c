@@ -18,6 +18,9 @@
  *                        /proc/self/maps, exit 76 if still mapped), load the
  *                        runtime again and make N more cudaLaunchKernel calls
  *     --seconds S        repeat the loop until S seconds have passed (soak runs)
+ *     --side-sync        before the loop, one cudaStreamSynchronize on a second
+ *                        thread, joined (with INGERO_STANDIN_EXIT_OFF_MAIN=1 that
+ *                        thread ends inside the call)
  *
  * Per run it makes exactly: before the loop cudaMalloc, cudaMallocHost,
  * cudaHostAlloc, cuMemAlloc_v2 (1 each); per iteration cudaMemcpyAsync,
@@ -30,6 +33,7 @@
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +101,15 @@ static void worker(long ms)
 	_exit(3);
 }
 
+static fn_sync_handle side_sync_fn;
+
+static void *side_sync(void *arg)
+{
+	(void)arg;
+	side_sync_fn(STREAM);
+	return NULL;
+}
+
 /* True while a file whose path ends with `name` is mapped in this process. */
 static int mapped(const char *name)
 {
@@ -120,7 +133,7 @@ int main(int argc, char **argv)
 	char dir[PATH_MAX] = "";
 	long iters = 100, workers = 0, worker_ms = 300, wait_ms = 0, bench = 0;
 	long alarm_ms = 0, reload = 0, seconds = 0;
-	int wait_stdin = 0;
+	int wait_stdin = 0, side = 0;
 	const char *pids_path = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -128,6 +141,10 @@ int main(int argc, char **argv)
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--stdin")) {
 			wait_stdin = 1;
+			continue;
+		}
+		if (!strcmp(a, "--side-sync")) {
+			side = 1;
 			continue;
 		}
 		if (!v) {
@@ -231,6 +248,12 @@ int main(int argc, char **argv)
 	cudaMallocHost(&h, 8192);
 	cudaHostAlloc(&h2, 16384, 0);
 	cuMemAlloc(&dp, 2 << 20);
+	if (side) {
+		pthread_t t;
+		side_sync_fn = cudaStreamSynchronize;
+		if (pthread_create(&t, NULL, side_sync, NULL) || pthread_join(t, NULL))
+			return 77;
+	}
 	long long soak_end = now_ns() + seconds * 1000000000LL;
 	do {
 		for (long i = 0; i < iters; i++) {
