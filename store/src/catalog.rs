@@ -282,10 +282,4 @@ pub mod loss_source {
     pub const UNFINISHED_CALL: &str = "unfinished_call";
     /// Calls still running at the stop (stored with ret -2).
     pub const OPEN_AT_STOP: &str = "open_at_stop";
-
-    /// True when `source` counts records that are missing from the tables
-    /// (false for unfinished calls, which are stored).
-    pub fn is_missing_records(source: &str) -> bool {
-        source != UNFINISHED_CALL && source != OPEN_AT_STOP
-    }
 }

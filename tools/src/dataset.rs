@@ -281,8 +281,8 @@ pub struct Dataset {
     /// Sessions with no stop time: still being recorded, or the recorder was
     /// killed before it finished (its last batch may be missing).
     pub open_sessions: Vec<i64>,
-    /// CUDA calls stored without a return (thread exited inside the call, or
-    /// still running at the stop): their durations are lower bounds.
+    /// CUDA calls in scope stored without a return (thread exited inside the
+    /// call, or still running at the stop): their durations are lower bounds.
     pub unfinished_calls: i64,
     /// (pid, source, code) whose rows were sampled in a bucket cut by the
     /// window's edge: their counts there come from raw rows only and are
@@ -328,15 +328,16 @@ impl Dataset {
 
         let pid_filter = scope.pid.unwrap_or(0);
         let mut calls = Vec::new();
+        let mut unfinished_calls: i64 = 0;
         {
             // Over the whole capture a plain table scan (rows arrive in time
             // order, sorted below for late ones) beats walking the time index.
             let whole = window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns;
             let sql = if whole {
-                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream FROM cuda_calls NOT INDEXED \
+                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret FROM cuda_calls NOT INDEXED \
                  WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3)"
             } else {
-                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream FROM cuda_calls \
+                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret FROM cuda_calls \
                  WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns"
             };
             let mut stmt = conn.prepare(sql).map_err(q)?;
@@ -355,6 +356,9 @@ impl Dataset {
                     stream: r.get(7).map_err(q)?,
                     nested: false,
                 });
+                if unfinished::is_unfinished(r.get(8).map_err(q)?) {
+                    unfinished_calls += 1;
+                }
             }
             calls.sort_by_key(|c| c.ts_ns);
             mark_nested(&mut calls, &ops);
@@ -515,28 +519,9 @@ impl Dataset {
                 |r| r.get(0),
             )
             .map_err(q)?;
-        let open_sessions: Vec<i64> = {
-            let mut stmt = conn
-                .prepare("SELECT id FROM sessions WHERE COALESCE(stopped_ns, 0) = 0 ORDER BY id")
-                .map_err(q)?;
-            let ids = stmt
-                .query_map([], |r| r.get(0))
-                .map_err(q)?
-                .collect::<rusqlite::Result<Vec<i64>>>()
-                .map_err(q)?;
-            ids
-        };
-        let unfinished_calls: i64 = conn
-            .query_row(
-                "SELECT COUNT(*) FROM cuda_calls WHERE ts_ns BETWEEN ?1 AND ?2 AND ret IN (?3, ?4)",
-                params![
-                    window.lo_ns,
-                    window.hi_ns,
-                    unfinished::THREAD_EXITED,
-                    unfinished::OPEN_AT_STOP
-                ],
-                |r| r.get(0),
-            )
+        let open_sessions: Vec<i64> = conn
+            .prepare("SELECT id FROM sessions WHERE COALESCE(stopped_ns, 0) = 0 ORDER BY id")
+            .and_then(|mut stmt| stmt.query_map([], |r| r.get(0))?.collect())
             .map_err(q)?;
 
         Ok(Dataset {
