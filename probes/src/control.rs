@@ -82,7 +82,6 @@ pub struct Control {
 struct Recorded {
     losses: LossBreakdown,
     unfinished: u64,
-    open_at_stop: u64,
 }
 
 const TICK: Duration = Duration::from_millis(20);
@@ -238,18 +237,17 @@ impl Control {
     /// cause, stamped `ts`) and refreshes the live counters from the kernel's.
     fn record_losses(&self, last: Recorded, ts: i64) -> Recorded {
         let kernel = self.losses.read();
-        let (user, open_at_stop) = match self.shared.stats.lock() {
+        let user = match self.shared.stats.lock() {
             Ok(mut s) => {
                 s.losses.ring_full = kernel.ring_full;
                 s.losses.call_table_full = kernel.call_table_full;
-                (s.losses, s.open_at_stop)
+                s.losses
             }
-            Err(_) => (LossBreakdown::default(), 0),
+            Err(_) => LossBreakdown::default(),
         };
         let now = Recorded {
             losses: user,
             unfinished: kernel.unfinished,
-            open_at_stop,
         };
         let rows = [
             (
@@ -277,11 +275,6 @@ impl Control {
                 now.unfinished,
                 last.unfinished,
             ),
-            (
-                loss_source::OPEN_AT_STOP,
-                now.open_at_stop,
-                last.open_at_stop,
-            ),
         ];
         for (source, total, before) in rows {
             let lost = total.saturating_sub(before);
@@ -296,9 +289,10 @@ impl Control {
         now
     }
 
-    /// Records the calls still open once the probes are gone.
-    fn record_open_calls(&mut self, stopped_ns: i64) {
-        let calls = self.open_calls.take(&self.clock, stopped_ns);
+    /// Records the calls still open once the probes are gone, and their
+    /// count under `open_at_stop`.
+    fn record_open_calls(&self, stopped_ns: i64) {
+        let calls = self.open_calls.left_open(&self.clock, stopped_ns);
         if calls.is_empty() {
             return;
         }
@@ -306,8 +300,12 @@ impl Control {
             for c in &calls {
                 s.add_cuda(c);
             }
-            s.open_at_stop += calls.len() as u64;
         }
+        self.send(WriterMsg::Loss {
+            ts_ns: stopped_ns,
+            source: loss_source::OPEN_AT_STOP,
+            lost: calls.len() as i64,
+        });
         self.send(WriterMsg::Events(
             calls.into_iter().map(Event::Cuda).collect(),
         ));

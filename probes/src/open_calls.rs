@@ -58,15 +58,12 @@ impl OpenCalls {
     }
 
     /// The calls left in the table, as store rows ending at `stopped_ns`
-    /// (epoch ns), oldest first; the table is emptied. Call only once the
-    /// probes are detached.
-    pub fn take(&mut self, clock: &Clock, stopped_ns: i64) -> Vec<CudaCall> {
-        let entries: Vec<(CallKey, CallVal)> = self.map.iter().filter_map(Result::ok).collect();
-        for (k, _) in &entries {
-            let _ = self.map.remove(k);
-        }
-        let mut calls: Vec<CudaCall> = entries
+    /// (epoch ns), oldest first. Call once, after the probes are detached.
+    pub fn left_open(&self, clock: &Clock, stopped_ns: i64) -> Vec<CudaCall> {
+        let mut calls: Vec<CudaCall> = self
+            .map
             .iter()
+            .filter_map(Result::ok)
             .map(|(k, v)| {
                 let ts_ns = clock.to_epoch(v.ts);
                 CudaCall {

@@ -166,7 +166,6 @@ pub struct LiveStats {
     pub(crate) hosts: u64,
     pub(crate) losses: LossBreakdown,
     pub(crate) unfinished: u64,
-    pub(crate) open_at_stop: u64,
     pub(crate) processes: u64,
 }
 
