@@ -18,6 +18,6 @@ pub mod writer;
 pub use catalog::{AggSource, CudaApi, HostKind, OpClass};
 pub use error::{Result, StoreError};
 pub use model::{CudaCall, Event, HostEvent, ProcessInfo, SessionInfo, SystemSnapshot};
-pub use open::{DbFormat, TraceDb};
+pub use open::{wal_file, DbFormat, TraceDb};
 pub use window::{parse_duration_ns, CaptureSpan, ResolvedWindow, TimeWindow};
 pub use writer::{RawPolicy, TraceWriter};

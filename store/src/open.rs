@@ -205,13 +205,14 @@ fn check_file(path: &Path) -> Result<bool> {
     }
     // Bytes 18 and 19 are 2 in write-ahead-log mode.
     let wal_mode = header[18] == 2 && header[19] == 2;
-    Ok(wal_mode && !sidecar(path, "-wal").exists())
+    Ok(wal_mode && !wal_file(path).exists())
 }
 
-/// `<path><suffix>`, e.g. the `-wal` file SQLite keeps next to a database.
-pub(crate) fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+/// The write-ahead log SQLite keeps next to a database (`<path>-wal`) while
+/// a writer has it open.
+pub fn wal_file(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
+    name.push("-wal");
     PathBuf::from(name)
 }
 

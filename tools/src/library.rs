@@ -135,14 +135,12 @@ impl Library {
                 .ok()
                 .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_secs() as i64);
-            let mut wal = real.clone().into_os_string();
-            wal.push("-wal");
             out.push(DbEntry {
                 name,
                 path: real.to_string_lossy().into_owned(),
                 size_bytes: meta.len(),
                 modified_unix_s,
-                has_wal: Path::new(&wal).exists(),
+                has_wal: ingero_store::wal_file(&real).exists(),
             });
         }
         Ok(())

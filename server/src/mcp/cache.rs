@@ -26,9 +26,7 @@ impl Stamp {
     /// Current stamp of `path`, `None` when it cannot be read.
     pub fn of(path: &Path) -> Option<Stamp> {
         let meta = std::fs::metadata(path).ok()?;
-        let mut wal = path.as_os_str().to_owned();
-        wal.push("-wal");
-        let wal_meta = std::fs::metadata(PathBuf::from(wal)).ok();
+        let wal_meta = std::fs::metadata(ingero_store::wal_file(path)).ok();
         Some(Stamp {
             len: meta.len(),
             modified: meta.modified().ok(),
