@@ -22,14 +22,9 @@ use serde::{Deserialize, Serialize};
 /// Arguments of `get_timeline_chart`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ChartArgs {
-    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m". Whole capture when absent.
-    pub since: Option<String>,
-    /// Drop the end of the capture: a duration before its end, e.g. "10s".
-    pub until: Option<String>,
-    /// Only this process (and its children).
-    pub pid: Option<i32>,
-    /// Database to read (a name from list_databases); the current one when absent.
-    pub db: Option<String>,
+    /// Window, process and database.
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
     /// First second to draw, counted from the capture start (with end_offset_s).
     pub start_offset_s: Option<f64>,
     /// Last second to draw, counted from the capture start.
@@ -74,14 +69,9 @@ pub struct ScopeArgs {
 /// Arguments of `get_timeline`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct TimelineArgs {
-    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m". Whole capture when absent.
-    pub since: Option<String>,
-    /// Drop the end of the capture: a duration before its end, e.g. "10s".
-    pub until: Option<String>,
-    /// Only this process id.
-    pub pid: Option<i32>,
-    /// Database to read (a name from list_databases); the session's current database when absent.
-    pub db: Option<String>,
+    /// Window, process and database.
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
     /// Bucket width, e.g. "1s" or "100ms"; chosen from the window length when absent.
     pub bucket: Option<String>,
 }
@@ -89,14 +79,9 @@ pub struct TimelineArgs {
 /// Arguments of `get_events`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct EventsArgs {
-    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m".
-    pub since: Option<String>,
-    /// Drop the end of the capture: a duration before its end, e.g. "10s".
-    pub until: Option<String>,
-    /// Only this process id.
-    pub pid: Option<i32>,
-    /// Database to read (a name from list_databases); the session's current database when absent.
-    pub db: Option<String>,
+    /// Window, process and database.
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
     /// Only this CUDA op (e.g. "cudaStreamSynchronize") or host event kind (e.g. "sched_switch").
     pub op: Option<String>,
     /// Page size (default 100, at most 1000).
@@ -108,14 +93,22 @@ pub struct EventsArgs {
     pub min_dur: Option<String>,
 }
 
-/// Turns the window strings into a [`Scope`].
-fn scope_of(
-    since: Option<&str>,
-    until: Option<&str>,
-    pid: Option<i32>,
-) -> Result<Scope, CallToolResult> {
-    let window = TimeWindow::parse(since, until).map_err(|e| failure(e.to_string()))?;
-    Ok(Scope { window, pid })
+impl ScopeArgs {
+    /// The analysis scope the window strings and pid describe.
+    fn to_scope(&self) -> Result<Scope, CallToolResult> {
+        let window = TimeWindow::parse(self.since.as_deref(), self.until.as_deref())
+            .map_err(|e| failure(e.to_string()))?;
+        Ok(Scope {
+            window,
+            pid: self.pid,
+        })
+    }
+
+    /// Result-cache key of this scope, plus `extra` for the tool's own
+    /// arguments.
+    fn cache_key(&self, extra: &str) -> String {
+        format!("{:?}|{:?}|{:?}|{extra}", self.since, self.until, self.pid)
+    }
 }
 
 macro_rules! bail_tool {
@@ -160,11 +153,6 @@ impl IngeroMcp {
     }
 }
 
-/// Cache key of a tool's arguments (the database is keyed separately).
-fn key_of(since: &Option<String>, until: &Option<String>, pid: Option<i32>, extra: &str) -> String {
-    format!("{since:?}|{until:?}|{pid:?}|{extra}")
-}
-
 /// Maps an analysis outcome to a tool result, rendered as text by `text`.
 fn finish<T: Serialize>(
     outcome: Result<Result<T, ToolError>, CallToolResult>,
@@ -199,12 +187,8 @@ impl IngeroMcp {
         Parameters(args): Parameters<ScopeArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(scope_of(
-            args.since.as_deref(),
-            args.until.as_deref(),
-            args.pid
-        ));
-        let key = key_of(&args.since, &args.until, args.pid, "");
+        let scope = bail_tool!(args.to_scope());
+        let key = args.cache_key("");
         self.analyse(
             "explain",
             key,
@@ -227,12 +211,8 @@ impl IngeroMcp {
         Parameters(args): Parameters<ScopeArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(scope_of(
-            args.since.as_deref(),
-            args.until.as_deref(),
-            args.pid
-        ));
-        let key = key_of(&args.since, &args.until, args.pid, "");
+        let scope = bail_tool!(args.to_scope());
+        let key = args.cache_key("");
         self.analyse(
             "get_trace_stats",
             key,
@@ -255,12 +235,8 @@ impl IngeroMcp {
         Parameters(args): Parameters<ScopeArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(scope_of(
-            args.since.as_deref(),
-            args.until.as_deref(),
-            args.pid
-        ));
-        let key = key_of(&args.since, &args.until, args.pid, "");
+        let scope = bail_tool!(args.to_scope());
+        let key = args.cache_key("");
         self.analyse(
             "get_causal_chains",
             key,
@@ -283,12 +259,8 @@ impl IngeroMcp {
         Parameters(args): Parameters<ScopeArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(scope_of(
-            args.since.as_deref(),
-            args.until.as_deref(),
-            args.pid
-        ));
-        let key = key_of(&args.since, &args.until, args.pid, "");
+        let scope = bail_tool!(args.to_scope());
+        let key = args.cache_key("");
         self.analyse(
             "get_per_process_breakdown",
             key,
@@ -311,26 +283,17 @@ impl IngeroMcp {
         Parameters(args): Parameters<TimelineArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(scope_of(
-            args.since.as_deref(),
-            args.until.as_deref(),
-            args.pid
-        ));
+        let scope = bail_tool!(args.scope.to_scope());
         let bucket_ns = match args.bucket.as_deref().map(parse_duration_ns).transpose() {
             Ok(Some(0)) => return Ok(failure("bucket must be longer than zero".into())),
             Ok(b) => b,
             Err(e) => return Ok(failure(e.to_string())),
         };
-        let key = key_of(
-            &args.since,
-            &args.until,
-            args.pid,
-            &format!("{bucket_ns:?}"),
-        );
+        let key = args.scope.cache_key(&format!("{bucket_ns:?}"));
         self.analyse(
             "get_timeline",
             key,
-            args.db.as_deref(),
+            args.scope.db.as_deref(),
             &ctx,
             move |db| timeline(db, &scope, bucket_ns),
             render::timeline_text,
@@ -349,11 +312,7 @@ impl IngeroMcp {
         Parameters(args): Parameters<ChartArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(scope_of(
-            args.since.as_deref(),
-            args.until.as_deref(),
-            args.pid
-        ));
+        let scope = bail_tool!(args.scope.to_scope());
         let window = match (args.start_offset_s, args.end_offset_s) {
             (Some(a), Some(b)) if a.is_finite() && b.is_finite() && b > a => {
                 Some(ingero_report::svg::ChartWindow {
@@ -370,7 +329,7 @@ impl IngeroMcp {
         };
         let width = args.width.unwrap_or(1200).clamp(300, 8000);
         let height = args.height.unwrap_or(640).clamp(300, 8000);
-        let pool = bail_tool!(self.pick_db(args.db.as_deref()));
+        let pool = bail_tool!(self.pick_db(args.scope.db.as_deref()));
         let out = self
             .run_on(pool, &ctx, "get_timeline_chart", move |db| {
                 let ds = ingero_tools::dataset::Dataset::load(db, &scope)?;
@@ -414,11 +373,7 @@ impl IngeroMcp {
         Parameters(args): Parameters<EventsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(scope_of(
-            args.since.as_deref(),
-            args.until.as_deref(),
-            args.pid
-        ));
+        let scope = bail_tool!(args.scope.to_scope());
         let limit = args.limit.unwrap_or(DEFAULT_EVENT_LIMIT);
         if limit == 0 || limit > MAX_EVENT_LIMIT {
             return Ok(failure(format!(
@@ -436,19 +391,14 @@ impl IngeroMcp {
             limit,
             offset: args.offset.unwrap_or(0),
         };
-        let key = key_of(
-            &args.since,
-            &args.until,
-            args.pid,
-            &format!(
-                "{:?}|{:?}|{}|{}",
-                query.op, query.min_dur_ns, query.limit, query.offset
-            ),
-        );
+        let key = args.scope.cache_key(&format!(
+            "{:?}|{:?}|{}|{}",
+            query.op, query.min_dur_ns, query.limit, query.offset
+        ));
         self.analyse(
             "get_events",
             key,
-            args.db.as_deref(),
+            args.scope.db.as_deref(),
             &ctx,
             move |db| query_events(db, &query),
             render::events_text,

@@ -175,8 +175,7 @@ pub(crate) fn structured<T: Serialize>(
 /// not serve (-32601, saying which ones it does).
 pub(crate) fn unmatched_request(method: &str) -> ErrorData {
     let expected = match method {
-        "tools/call" => Some(r#"{"name": string, "arguments": object}"#),
-        "prompts/get" => Some(r#"{"name": string, "arguments": object}"#),
+        "tools/call" | "prompts/get" => Some(r#"{"name": string, "arguments": object}"#),
         "tools/list" | "prompts/list" => Some(r#"nothing or {"cursor": string}"#),
         "initialize" => Some("protocolVersion, capabilities and clientInfo"),
         "ping" => Some("nothing"),
