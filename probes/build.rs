@@ -1,14 +1,15 @@
-//! Compiles the kernel-side C in `bpf/` into one BPF object with clang, so the
-//! loader can embed it. Only clang is needed (no libbpf headers, no vmlinux.h).
+//! Compiles the kernel-side C in `bpf/` into BPF objects with clang (the main
+//! object, and the multi-uprobe CUDA programs), so the loader can embed them. Only clang is needed (no libbpf headers, no vmlinux.h).
 
 use std::env;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
     let bpf_dir = PathBuf::from("bpf");
     for entry in [
         "ingero.bpf.c",
+        "cuda_multi.bpf.c",
         "common.h",
         "cuda.h",
         "host.h",
@@ -18,12 +19,21 @@ fn main() {
         println!("cargo:rerun-if-changed={}", bpf_dir.join(entry).display());
     }
     println!("cargo:rerun-if-env-changed=INGERO_CLANG");
-    let out = match env::var_os("OUT_DIR") {
-        Some(dir) => PathBuf::from(dir).join("ingero.bpf.o"),
+    let out_dir = match env::var_os("OUT_DIR") {
+        Some(dir) => PathBuf::from(dir),
         None => fail("OUT_DIR is not set (build through cargo)"),
     };
     let clang = env::var("INGERO_CLANG").unwrap_or_else(|_| "clang".to_string());
-    let status = Command::new(&clang)
+    for (source, object) in [
+        ("ingero.bpf.c", "ingero.bpf.o"),
+        ("cuda_multi.bpf.c", "cuda_multi.bpf.o"),
+    ] {
+        compile(&clang, &bpf_dir.join(source), &out_dir.join(object));
+    }
+}
+
+fn compile(clang: &str, source: &Path, out: &Path) {
+    let status = Command::new(clang)
         .args([
             "-target",
             "bpf",
@@ -34,13 +44,13 @@ fn main() {
             "-Werror",
             "-c",
         ])
-        .arg(bpf_dir.join("ingero.bpf.c"))
+        .arg(source)
         .arg("-o")
-        .arg(&out)
+        .arg(out)
         .status();
     match status {
         Ok(s) if s.success() => {}
-        Ok(s) => fail(&format!("{clang} failed on bpf/ingero.bpf.c ({s})")),
+        Ok(s) => fail(&format!("{clang} failed on {} ({s})", source.display())),
         Err(e) => fail(&format!(
             "cannot run {clang} ({e}); install clang (`apt-get install clang`) or set INGERO_CLANG"
         )),

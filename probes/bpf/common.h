@@ -49,12 +49,18 @@ static __always_inline void count_loss(u32 slot)
 		*n += 1;
 }
 
-/* True when events of process `tgid` should be recorded. */
-static __always_inline int is_tracked(u32 tgid)
+/* True once the capture has stopped: nothing more is recorded. */
+static __always_inline int is_paused(void)
 {
 	u32 zero = 0;
 	u32 *stop = bpf_map_lookup_elem(&paused, &zero);
-	if (stop && *stop)
+	return stop && *stop;
+}
+
+/* True when events of process `tgid` should be recorded. */
+static __always_inline int is_tracked(u32 tgid)
+{
+	if (is_paused())
 		return 0;
 	if (cfg_trace_all)
 		return tgid != 0 && tgid != cfg_self_tgid;

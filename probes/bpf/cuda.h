@@ -76,6 +76,10 @@ static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
 
 static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 {
+	/* A call returning after the stop stays in the table, where user space
+	 * reads it as open at the stop, however long the detach takes. */
+	if (is_paused())
+		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	struct call_key k = { .tid = (u32)id, .op = op };
 	struct call_val *v = bpf_map_lookup_elem(&calls, &k);
@@ -87,9 +91,26 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 	return 0;
 }
 
+/* Keeps the entry of call `op` of the current thread until it returns. */
+static __always_inline void call_enter(u64 id, u32 op, u64 size, s64 kind,
+				       u64 stream)
+{
+	struct call_key k = { .tid = (u32)id, .op = op };
+	struct call_val v = {
+		.ts = bpf_ktime_get_ns(),
+		.size = size,
+		.kind = kind,
+		.stream = stream,
+		.pid = (u32)(id >> 32),
+	};
+	if (bpf_map_update_elem(&calls, &k, &v, BPF_ANY))
+		count_loss(LOSS_CALL_MAP);
+}
+
 /*
  * One probe pair per function: OP_ID is the catalogue id, SIZE/KIND/STREAM are
- * expressions over ARG(n) (evaluated only for traced processes).
+ * expressions over ARG(n) (evaluated only for traced processes). These are
+ * the fallback for kernels without multi-uprobe links (cuda_multi.bpf.c).
  */
 #define CUDA_PROBE(name, OP_ID, SIZE, KIND, STREAM)                              \
 	SEC("uprobe") int e_##name(struct ingero_regs *ctx)                   \
@@ -97,16 +118,7 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 		u64 id = bpf_get_current_pid_tgid();                          \
 		if (!is_tracked((u32)(id >> 32)))                             \
 			return 0;                                             \
-		struct call_key k = { .tid = (u32)id, .op = (OP_ID) };           \
-		struct call_val v = {                                         \
-			.ts = bpf_ktime_get_ns(),                             \
-			.size = (SIZE),                                       \
-			.kind = (KIND),                                       \
-			.stream = (STREAM),                                   \
-			.pid = (u32)(id >> 32),                               \
-		};                                                            \
-		if (bpf_map_update_elem(&calls, &k, &v, BPF_ANY))             \
-			count_loss(LOSS_CALL_MAP);                            \
+		call_enter(id, (OP_ID), (SIZE), (KIND), (STREAM));             \
 		return 0;                                                     \
 	}                                                                     \
 	SEC("uretprobe") int r_##name(struct ingero_regs *ctx)                \
@@ -155,6 +167,7 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 	X(cuMemcpyHtoD_v2, 111, ARG(3), K_HTOD, NONE) \
 	X(cuMemcpyDtoH_v2, 112, ARG(3), K_DTOH, NONE)
 
+#ifndef INGERO_MULTI_OBJECT
 CUDA_FUNCTIONS(CUDA_PROBE)
 
 #define OP_ID_OF(name, OP_ID, SIZE, KIND, STREAM) OP_ID,
@@ -179,5 +192,6 @@ static __always_inline void end_open_calls(u32 pid, u32 tid)
 		bpf_map_delete_elem(&calls, &k);
 	}
 }
+#endif /* INGERO_MULTI_OBJECT */
 
 #endif

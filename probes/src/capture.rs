@@ -145,6 +145,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         trace_all,
         self_tgid: std::process::id(),
         ring_bytes: config.ring_bytes,
+        multi_uprobes: config.multi_uprobes,
     })?;
     let mut tracked = probes.take_tracked()?;
     let losses = probes.take_losses()?;

@@ -36,6 +36,10 @@ pub struct CaptureConfig {
     pub poll_interval: Duration,
     /// How often a batch is committed to the database.
     pub batch_interval: Duration,
+    /// Use multi-uprobe links for the CUDA probes when the kernel has them
+    /// (fast attach and detach); `false` forces one link per function, the
+    /// path older kernels take on their own.
+    pub multi_uprobes: bool,
 }
 
 impl CaptureConfig {
@@ -51,6 +55,7 @@ impl CaptureConfig {
             ring_bytes: 16 << 20,
             poll_interval: Duration::from_millis(20),
             batch_interval: Duration::from_millis(200),
+            multi_uprobes: true,
         }
     }
 }

@@ -35,7 +35,7 @@ pub struct Holder {
 impl Holder {
     /// Forks the holder. `None` when it cannot (then closes are just slow).
     pub fn spawn() -> Option<Holder> {
-        let keep = bpf_fds();
+        let mut keep = bpf_fds();
         if keep.is_empty() {
             return None;
         }
@@ -45,6 +45,10 @@ impl Holder {
             return None;
         }
         let (r, w) = (p[0], p[1]);
+        // The read end may take a lower number than some BPF descriptor (a
+        // freed slot is reused), so the ranges are worked out over both.
+        keep.push(r);
+        let close = ranges_to_close(&keep);
         // SAFETY: the child only calls async-signal-safe syscalls on memory
         // prepared before the fork (close_range, read, _exit).
         let pid = unsafe { libc::fork() };
@@ -52,15 +56,9 @@ impl Holder {
             // SAFETY: child side, see above.
             unsafe {
                 // Close everything except the BPF descriptors and the read end.
-                let mut next = 0u32;
-                for &fd in keep.iter().chain(std::iter::once(&r)) {
-                    let fd = fd as u32;
-                    if fd > next {
-                        libc::syscall(libc::SYS_close_range, next, fd - 1, 0u32);
-                    }
-                    next = next.max(fd + 1);
+                for &(first, last) in &close {
+                    libc::syscall(libc::SYS_close_range, first, last, 0u32);
                 }
-                libc::syscall(libc::SYS_close_range, next, u32::MAX, 0u32);
                 let mut b = 0u8;
                 while libc::read(r, (&mut b as *mut u8).cast(), 1) != 0 {
                     if *libc::__errno_location() != libc::EINTR {
@@ -93,5 +91,45 @@ impl Holder {
                 // SAFETY: waiting for our own child.
                 unsafe { libc::waitpid(pid, &mut st, 0) };
             });
+    }
+}
+
+/// The descriptor ranges (first, last, inclusive) that cover every number
+/// not in `keep`, up to the largest.
+fn ranges_to_close(keep: &[i32]) -> Vec<(u32, u32)> {
+    let mut fds: Vec<u32> = keep.iter().filter_map(|&f| u32::try_from(f).ok()).collect();
+    fds.sort_unstable();
+    fds.dedup();
+    let mut out = Vec::with_capacity(fds.len() + 1);
+    let mut next = 0u32;
+    for fd in fds {
+        if fd > next {
+            out.push((next, fd - 1));
+        }
+        next = fd.saturating_add(1);
+    }
+    out.push((next, u32::MAX));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ranges_to_close;
+
+    #[test]
+    fn kept_descriptors_are_never_in_a_closed_range() {
+        // The read end (5) is below the BPF descriptors: it must stay open.
+        let keep = [10, 11, 14, 5];
+        let ranges = ranges_to_close(&keep);
+        assert_eq!(ranges, vec![(0, 4), (6, 9), (12, 13), (15, u32::MAX)]);
+        for fd in keep {
+            let fd = fd as u32;
+            assert!(ranges.iter().all(|&(a, b)| fd < a || fd > b), "{fd} closed");
+        }
+    }
+
+    #[test]
+    fn descriptor_zero_and_duplicates_are_handled() {
+        assert_eq!(ranges_to_close(&[0, 0, 1]), vec![(2, u32::MAX)]);
     }
 }

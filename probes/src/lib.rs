@@ -22,6 +22,7 @@ pub mod histogram;
 mod holder;
 pub mod launch;
 pub mod loader;
+mod multi_uprobe;
 pub mod open_calls;
 mod poller;
 pub mod preflight;

@@ -2,12 +2,14 @@
 //! CUDA uprobes once per library file (deduplicated by device and inode).
 
 use crate::error::CaptureError;
-use aya::maps::{Array, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use crate::multi_uprobe::{MultiUprobes, ProbePoint};
+use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
 use aya::programs::uprobe::{UProbeAttachLocation, UProbeScope};
 use aya::programs::{BtfTracePoint, TracePoint, UProbe};
 use aya::{Btf, Ebpf, EbpfLoader};
 use ingero_store::catalog::{CudaApi, CUDA_OPS};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -39,6 +41,10 @@ pub struct LoadOptions {
     pub self_tgid: u32,
     /// Ring buffer size in bytes.
     pub ring_bytes: u32,
+    /// Attach the CUDA probes with multi-uprobe links where the kernel has
+    /// them (one link per library and direction, released in one grace
+    /// period); `false` forces one perf-event link per function.
+    pub multi_uprobes: bool,
 }
 
 /// Which family of functions a library file provides.
@@ -93,6 +99,7 @@ pub struct Probes {
     libraries: Vec<PathBuf>,
     links: Vec<Box<dyn Send>>,
     paused: Option<Array<MapData, u32>>,
+    multi: Option<MultiUprobes>,
 }
 
 fn load_err(e: impl std::fmt::Display) -> CaptureError {
@@ -149,6 +156,23 @@ impl Probes {
                 p.load().map_err(|e| attach_err(&name, e))?;
             }
         }
+        let multi = if opts.multi_uprobes {
+            let globals = [
+                ("cfg_trace_all", trace_all),
+                ("cfg_self_tgid", opts.self_tgid),
+            ];
+            match MultiUprobes::load(&map_fds(&ebpf), &globals) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    tracing::info!(
+                        "multi-uprobe links unavailable ({e}); using one uprobe link per function"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let paused = ebpf
             .take_map("paused")
             .ok_or_else(|| load_err("no paused map"))
@@ -159,6 +183,7 @@ impl Probes {
             libraries: Vec::new(),
             links: Vec::new(),
             paused: Some(paused),
+            multi,
         })
     }
 
@@ -214,27 +239,51 @@ impl Probes {
                 "it defines none of the CUDA functions ingero traces".into(),
             ));
         }
-        let mut count = 0;
-        for op in CUDA_OPS.iter().filter(|o| kind.covers(o.api)) {
-            let Some(&offset) = offsets.get(op.name) else {
-                continue;
-            };
-            for prefix in ["e_", "r_"] {
-                let name = format!("{prefix}{}", op.name);
-                let p: &mut UProbe = program(&mut self.ebpf, &name)?;
-                let what = || format!("{} in {}", op.name, path.display());
-                let id = p
-                    .attach(
-                        UProbeAttachLocation::AbsoluteOffset(offset),
-                        path,
-                        UProbeScope::AllProcesses,
-                    )
-                    .map_err(|e| attach_err(&what(), e))?;
-                let link = p.take_link(id).map_err(|e| attach_err(&what(), e))?;
-                self.links.push(Box::new(link));
+        let ops: Vec<_> = CUDA_OPS
+            .iter()
+            .filter(|o| kind.covers(o.api))
+            .filter_map(|o| offsets.get(o.name).map(|&off| (o, off)))
+            .collect();
+        let mut attached_multi = false;
+        if let Some(multi) = &self.multi {
+            let points: Vec<ProbePoint> = ops
+                .iter()
+                .map(|(o, offset)| ProbePoint {
+                    offset: *offset,
+                    op_id: u64::from(o.id),
+                })
+                .collect();
+            match multi.attach(path, &points) {
+                Ok(links) => {
+                    self.links
+                        .extend(links.map(|l| Box::new(l) as Box<dyn Send>));
+                    attached_multi = true;
+                }
+                Err(e) => tracing::warn!(
+                    "{e}; probing {} with one uprobe link per function",
+                    path.display()
+                ),
             }
-            count += 1;
         }
+        if !attached_multi {
+            for (op, offset) in &ops {
+                for prefix in ["e_", "r_"] {
+                    let name = format!("{prefix}{}", op.name);
+                    let p: &mut UProbe = program(&mut self.ebpf, &name)?;
+                    let what = || format!("{} in {}", op.name, path.display());
+                    let id = p
+                        .attach(
+                            UProbeAttachLocation::AbsoluteOffset(*offset),
+                            path,
+                            UProbeScope::AllProcesses,
+                        )
+                        .map_err(|e| attach_err(&what(), e))?;
+                    let link = p.take_link(id).map_err(|e| attach_err(&what(), e))?;
+                    self.links.push(Box::new(link));
+                }
+            }
+        }
+        let count = ops.len();
         self.attached.insert(key);
         self.libraries.push(path.to_path_buf());
         Ok(AttachOutcome::Attached(count))
@@ -250,6 +299,11 @@ impl Probes {
     /// Stops recording and detaches every probe (see [`Drop`] for how).
     pub fn detach_all(self) {
         drop(self);
+    }
+
+    /// Whether the CUDA probes go through multi-uprobe links.
+    pub fn uses_multi_uprobes(&self) -> bool {
+        self.multi.is_some()
     }
 
     /// Library files probed so far.
@@ -312,6 +366,24 @@ impl Drop for Probes {
             h.release();
         }
     }
+}
+
+/// Descriptors of the loaded maps by name, for the multi-uprobe programs.
+fn map_fds(ebpf: &Ebpf) -> HashMap<String, BorrowedFd<'_>> {
+    ebpf.maps()
+        .filter_map(|(name, map)| {
+            let data = match map {
+                Map::Array(d)
+                | Map::HashMap(d)
+                | Map::LruHashMap(d)
+                | Map::PerCpuArray(d)
+                | Map::PerCpuHashMap(d)
+                | Map::RingBuf(d) => d,
+                _ => return None,
+            };
+            Some((name.to_string(), data.fd().as_fd()))
+        })
+        .collect()
 }
 
 fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T, CaptureError>

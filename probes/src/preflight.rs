@@ -209,9 +209,21 @@ pub fn preflight() -> CheckReport {
             trace_all: false,
             self_tgid: std::process::id(),
             ring_bytes: 1 << 16,
+            multi_uprobes: true,
         });
         items.push(match loaded {
-            Ok(_) => item("bpf programs", Good, "all programs load and verify".into(), None),
+            Ok(p) => item(
+                "bpf programs",
+                Good,
+                if p.uses_multi_uprobes() {
+                    "all programs load and verify; CUDA probes use multi-uprobe links".into()
+                } else {
+                    "all programs load and verify; CUDA probes use one uprobe link per function \
+                     (kernel without multi-uprobe links, 6.6+)"
+                        .into()
+                },
+                None,
+            ),
             Err(e) => item(
                 "bpf programs",
                 Fail,

@@ -112,6 +112,17 @@ fn a_process_killed_inside_a_call_leaves_that_call_timed_to_the_exit() {
 
 #[test]
 fn a_call_still_running_at_the_stop_is_recorded_as_open() {
+    call_open_at_stop(true);
+}
+
+/// Per-function links take seconds to detach (one grace period each): a
+/// call returning meanwhile is still the open call it was at the stop.
+#[test]
+fn a_call_open_at_the_stop_stays_open_through_a_slow_detach() {
+    call_open_at_stop(false);
+}
+
+fn call_open_at_stop(multi_uprobes: bool) {
     if !common::can_trace() {
         return;
     }
@@ -131,6 +142,7 @@ fn a_call_still_running_at_the_stop_is_recorded_as_open() {
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
     cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.multi_uprobes = multi_uprobes;
     let handle = start(cfg).expect("start");
     // cuLaunchKernel is the call just before the 3 s synchronize: once it is
     // counted, the workload is inside the synchronize; stop 500 ms later.

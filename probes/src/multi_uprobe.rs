@@ -1,0 +1,465 @@
+//! Multi-uprobe links (kernel 6.6+): the CUDA entry and return programs of
+//! `bpf/cuda_multi.bpf.c`, attached with one link per library and direction.
+//!
+//! Why: a classic uprobe is one perf event per function and direction, and
+//! the kernel releases each one under a global lock after its own RCU grace
+//! period (about 0.1 s here). Fifty-odd links then take seconds to go away,
+//! and while they do, any other capture's attach waits behind them. A
+//! multi-uprobe link unregisters all its points and waits once.
+//!
+//! aya loads uprobe programs without an expected attach type, which multi
+//! links require, so these two programs are loaded here with plain `bpf(2)`
+//! calls. Their map references are pointed at the maps aya created for the
+//! main object (both sets of programs share one state); their read-only
+//! configuration gets its own frozen array, filled like aya fills the main
+//! object's.
+
+use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// The compiled multi-uprobe programs (`bpf/cuda_multi.bpf.c`, built by build.rs).
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cuda_multi.bpf.o"));
+
+const BPF_MAP_CREATE: u32 = 0;
+const BPF_MAP_UPDATE_ELEM: u32 = 2;
+const BPF_PROG_LOAD: u32 = 5;
+const BPF_MAP_FREEZE: u32 = 22;
+const BPF_LINK_CREATE: u32 = 28;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_F_RDONLY_PROG: u32 = 1 << 7;
+const BPF_PROG_TYPE_KPROBE: u32 = 2;
+const BPF_TRACE_UPROBE_MULTI: u32 = 48;
+const BPF_F_UPROBE_MULTI_RETURN: u32 = 1;
+const BPF_PSEUDO_MAP_FD: u8 = 1;
+const BPF_PSEUDO_MAP_VALUE: u8 = 2;
+const R_BPF_64_64: u32 = 1;
+const LD_IMM64: u8 = 0x18;
+
+/// Section and program name of the entry program.
+const ENTER: (&str, &str) = ("uprobe.multi", "cuda_enter");
+/// Section and program name of the return program.
+const RETURN: (&str, &str) = ("uretprobe.multi", "cuda_return");
+
+/// Why the multi-uprobe programs could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MultiUprobeError {
+    /// The embedded object is not what this loader expects (a build problem).
+    #[error("multi-uprobe object: {0}")]
+    Object(String),
+    /// The object names a map the main object does not provide.
+    #[error("multi-uprobe object refers to map `{0}`, which the main object lacks")]
+    MissingMap(String),
+    /// A `bpf(2)` call failed (on kernels before 6.6, program load fails
+    /// with EINVAL because the attach type is unknown).
+    #[error("{call}: {source}{log}")]
+    Syscall {
+        /// Which call.
+        call: String,
+        /// The error the kernel returned.
+        source: io::Error,
+        /// The end of the verifier log, when there is one.
+        log: String,
+    },
+}
+
+fn syscall_err(call: impl Into<String>, source: io::Error) -> MultiUprobeError {
+    MultiUprobeError::Syscall {
+        call: call.into(),
+        source,
+        log: String::new(),
+    }
+}
+
+/// The loaded entry and return programs, ready to be linked to libraries.
+pub struct MultiUprobes {
+    enter: OwnedFd,
+    ret: OwnedFd,
+}
+
+/// One probed function: its file offset and catalogue id (the cookie).
+#[derive(Debug, Clone, Copy)]
+pub struct ProbePoint {
+    /// File offset of the instruction probed.
+    pub offset: u64,
+    /// Catalogue id of the function, read back by the programs.
+    pub op_id: u64,
+}
+
+impl MultiUprobes {
+    /// Loads both programs. `maps` gives the main object's map descriptors by
+    /// name; `globals` the read-only configuration values by symbol name.
+    pub fn load(
+        maps: &HashMap<String, BorrowedFd<'_>>,
+        globals: &[(&str, u32)],
+    ) -> Result<MultiUprobes, MultiUprobeError> {
+        let file =
+            object::File::parse(OBJECT).map_err(|e| MultiUprobeError::Object(e.to_string()))?;
+        let license = section_bytes(&file, "license")?;
+        let license = CString::new(license.split(|&b| b == 0).next().unwrap_or_default())
+            .map_err(|e| MultiUprobeError::Object(e.to_string()))?;
+        let mut data_maps = DataMaps::default();
+        let mut load = |(section, name): (&str, &str)| -> Result<OwnedFd, MultiUprobeError> {
+            let insns = relocated(&file, section, maps, globals, &mut data_maps)?;
+            prog_load(name, &insns, &license)
+        };
+        let enter = load(ENTER)?;
+        let ret = load(RETURN)?;
+        // The programs hold their own references to the data maps now.
+        drop(data_maps);
+        Ok(MultiUprobes { enter, ret })
+    }
+
+    /// Links the entry and return programs to `points` of the library file
+    /// at `path`, in every process that maps it. Dropping the two links
+    /// detaches them.
+    pub fn attach(
+        &self,
+        path: &Path,
+        points: &[ProbePoint],
+    ) -> Result<[OwnedFd; 2], MultiUprobeError> {
+        let c_path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|e| syscall_err("library path", io::Error::other(e)))?;
+        let offsets: Vec<u64> = points.iter().map(|p| p.offset).collect();
+        let cookies: Vec<u64> = points.iter().map(|p| p.op_id).collect();
+        let link = |prog: &OwnedFd, flags: u32| {
+            let mut attr = LinkCreateAttr {
+                prog_fd: prog.as_raw_fd() as u32,
+                attach_type: BPF_TRACE_UPROBE_MULTI,
+                path: c_path.as_ptr() as u64,
+                offsets: offsets.as_ptr() as u64,
+                cookies: cookies.as_ptr() as u64,
+                cnt: offsets.len() as u32,
+                multi_flags: flags,
+                ..LinkCreateAttr::default()
+            };
+            bpf_fd(BPF_LINK_CREATE, &mut attr)
+                .map_err(|e| syscall_err(format!("multi-uprobe link on {}", path.display()), e))
+        };
+        let enter = link(&self.enter, 0)?;
+        let ret = link(&self.ret, BPF_F_UPROBE_MULTI_RETURN)?;
+        Ok([enter, ret])
+    }
+}
+
+/// Read-only data sections turned into frozen array maps, created the first
+/// time an instruction refers to them.
+#[derive(Default)]
+struct DataMaps {
+    by_section: HashMap<String, OwnedFd>,
+}
+
+fn section_bytes<'a>(file: &object::File<'a>, name: &str) -> Result<&'a [u8], MultiUprobeError> {
+    file.section_by_name(name)
+        .ok_or_else(|| MultiUprobeError::Object(format!("no `{name}` section")))?
+        .data()
+        .map_err(|e| MultiUprobeError::Object(e.to_string()))
+}
+
+/// The instructions of `section` with every map reference resolved.
+fn relocated(
+    file: &object::File<'_>,
+    section: &str,
+    maps: &HashMap<String, BorrowedFd<'_>>,
+    globals: &[(&str, u32)],
+    data_maps: &mut DataMaps,
+) -> Result<Vec<u8>, MultiUprobeError> {
+    let bad = |m: String| MultiUprobeError::Object(format!("{section}: {m}"));
+    let sec = file
+        .section_by_name(section)
+        .ok_or_else(|| bad("missing".into()))?;
+    let mut insns = sec.data().map_err(|e| bad(e.to_string()))?.to_vec();
+    for (offset, rel) in sec.relocations() {
+        let RelocationFlags::Elf { r_type } = rel.flags() else {
+            return Err(bad("not an ELF relocation".into()));
+        };
+        if r_type != R_BPF_64_64 {
+            return Err(bad(format!(
+                "relocation type {r_type} (a call to a function that is not inlined?)"
+            )));
+        }
+        let RelocationTarget::Symbol(index) = rel.target() else {
+            return Err(bad("relocation without a symbol".into()));
+        };
+        let sym = file
+            .symbol_by_index(index)
+            .map_err(|e| bad(e.to_string()))?;
+        let target_section = sym
+            .section_index()
+            .and_then(|i| file.section_by_index(i).ok())
+            .ok_or_else(|| bad("relocation to an undefined symbol".into()))?;
+        let target_name = target_section.name().map_err(|e| bad(e.to_string()))?;
+        let at = usize::try_from(offset).map_err(|e| bad(e.to_string()))?;
+        if at + 16 > insns.len() || insns[at] != LD_IMM64 {
+            return Err(bad(format!("relocation at {at} is not a 64-bit load")));
+        }
+        if target_name == ".maps" {
+            let name = sym.name().map_err(|e| bad(e.to_string()))?;
+            let fd = maps
+                .get(name)
+                .ok_or_else(|| MultiUprobeError::MissingMap(name.to_string()))?;
+            patch_load(
+                &mut insns[at..at + 16],
+                BPF_PSEUDO_MAP_FD,
+                fd.as_raw_fd(),
+                0,
+            );
+        } else if target_name.starts_with(".rodata") {
+            let fd = data_map(file, &target_section, globals, data_maps)?;
+            let imm =
+                i32::from_le_bytes([insns[at + 4], insns[at + 5], insns[at + 6], insns[at + 7]]);
+            let value_offset =
+                i64::try_from(sym.address()).map_err(|e| bad(e.to_string()))? + i64::from(imm);
+            let value_offset = i32::try_from(value_offset).map_err(|e| bad(e.to_string()))?;
+            patch_load(
+                &mut insns[at..at + 16],
+                BPF_PSEUDO_MAP_VALUE,
+                fd,
+                value_offset,
+            );
+        } else {
+            return Err(bad(format!("reference into section `{target_name}`")));
+        }
+    }
+    Ok(insns)
+}
+
+/// Points the two-slot load at `insn` to map `fd` (and `value_offset` in it).
+fn patch_load(insn: &mut [u8], kind: u8, fd: i32, value_offset: i32) {
+    insn[1] = (insn[1] & 0x0f) | (kind << 4);
+    insn[4..8].copy_from_slice(&fd.to_le_bytes());
+    insn[12..16].copy_from_slice(&value_offset.to_le_bytes());
+}
+
+/// The frozen array map holding read-only section `sec`, with `globals`
+/// written over their defaults.
+fn data_map(
+    file: &object::File<'_>,
+    sec: &object::Section<'_, '_>,
+    globals: &[(&str, u32)],
+    data_maps: &mut DataMaps,
+) -> Result<i32, MultiUprobeError> {
+    let name = sec
+        .name()
+        .map_err(|e| MultiUprobeError::Object(e.to_string()))?
+        .to_string();
+    if let Some(fd) = data_maps.by_section.get(&name) {
+        return Ok(fd.as_raw_fd());
+    }
+    let mut value = sec
+        .data()
+        .map_err(|e| MultiUprobeError::Object(e.to_string()))?
+        .to_vec();
+    for sym in file.symbols() {
+        if sym.section_index() != Some(sec.index()) {
+            continue;
+        }
+        let Ok(sym_name) = sym.name() else { continue };
+        if let Some((_, v)) = globals.iter().find(|(g, _)| *g == sym_name) {
+            let at = usize::try_from(sym.address())
+                .map_err(|e| MultiUprobeError::Object(e.to_string()))?;
+            let slot = value.get_mut(at..at + 4).ok_or_else(|| {
+                MultiUprobeError::Object(format!("`{sym_name}` lies outside {name}"))
+            })?;
+            slot.copy_from_slice(&v.to_ne_bytes());
+        }
+    }
+    let mut create = MapCreateAttr {
+        map_type: BPF_MAP_TYPE_ARRAY,
+        key_size: 4,
+        value_size: value.len() as u32,
+        max_entries: 1,
+        map_flags: BPF_F_RDONLY_PROG,
+        ..MapCreateAttr::default()
+    };
+    let short = b"ingero_mrodata";
+    create.map_name[..short.len()].copy_from_slice(short);
+    let fd = bpf_fd(BPF_MAP_CREATE, &mut create).map_err(|e| syscall_err("BPF_MAP_CREATE", e))?;
+    let key = 0u32;
+    let mut update = MapElemAttr {
+        map_fd: fd.as_raw_fd() as u32,
+        key: &key as *const u32 as u64,
+        value: value.as_ptr() as u64,
+        ..MapElemAttr::default()
+    };
+    bpf(BPF_MAP_UPDATE_ELEM, &mut update).map_err(|e| syscall_err("BPF_MAP_UPDATE_ELEM", e))?;
+    let mut freeze = MapFdAttr {
+        map_fd: fd.as_raw_fd() as u32,
+    };
+    bpf(BPF_MAP_FREEZE, &mut freeze).map_err(|e| syscall_err("BPF_MAP_FREEZE", e))?;
+    let raw = fd.as_raw_fd();
+    data_maps.by_section.insert(name, fd);
+    Ok(raw)
+}
+
+/// Loads one kprobe-type program with the multi-uprobe attach type. On
+/// failure, loads again with the verifier log on, to say why.
+fn prog_load(name: &str, insns: &[u8], license: &CString) -> Result<OwnedFd, MultiUprobeError> {
+    let mut attr = ProgLoadAttr {
+        prog_type: BPF_PROG_TYPE_KPROBE,
+        insn_cnt: (insns.len() / 8) as u32,
+        insns: insns.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        expected_attach_type: BPF_TRACE_UPROBE_MULTI,
+        ..ProgLoadAttr::default()
+    };
+    let short = name.as_bytes();
+    let n = short.len().min(15);
+    attr.prog_name[..n].copy_from_slice(&short[..n]);
+    match bpf_fd(BPF_PROG_LOAD, &mut attr) {
+        Ok(fd) => Ok(fd),
+        Err(first) => {
+            let mut log = vec![0u8; 1 << 20];
+            attr.log_level = 1;
+            attr.log_size = log.len() as u32;
+            attr.log_buf = log.as_mut_ptr() as u64;
+            let _ = bpf_fd(BPF_PROG_LOAD, &mut attr);
+            let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or_default())
+                .into_owned();
+            let tail: Vec<&str> = text.lines().rev().take(6).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            Err(MultiUprobeError::Syscall {
+                call: format!("loading {name}"),
+                source: first,
+                log: if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (verifier: {})", tail.join(" | "))
+                },
+            })
+        }
+    }
+}
+
+/// `bpf(cmd, attr)` returning a new descriptor.
+fn bpf_fd<T>(cmd: u32, attr: &mut T) -> io::Result<OwnedFd> {
+    let fd = bpf(cmd, attr)?;
+    let fd = i32::try_from(fd).map_err(io::Error::other)?;
+    // SAFETY: the kernel just returned this descriptor to us; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The raw `bpf(2)` system call on a `repr(C)` attribute block.
+fn bpf<T>(cmd: u32, attr: &mut T) -> io::Result<i64> {
+    // SAFETY: attr is a live, fully initialised repr(C) block of the stated
+    // size, laid out as the kernel's `union bpf_attr` member for `cmd`; the
+    // pointers inside it refer to buffers that outlive the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd,
+            attr as *mut T as *mut libc::c_void,
+            std::mem::size_of::<T>() as u32,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// `union bpf_attr` for BPF_MAP_CREATE (leading fields).
+#[repr(C)]
+#[derive(Default)]
+struct MapCreateAttr {
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+    inner_map_fd: u32,
+    numa_node: u32,
+    map_name: [u8; 16],
+}
+
+/// `union bpf_attr` for BPF_MAP_UPDATE_ELEM.
+#[repr(C)]
+#[derive(Default)]
+struct MapElemAttr {
+    map_fd: u32,
+    pad: u32,
+    key: u64,
+    value: u64,
+    flags: u64,
+}
+
+/// `union bpf_attr` for BPF_MAP_FREEZE.
+#[repr(C)]
+struct MapFdAttr {
+    map_fd: u32,
+}
+
+/// `union bpf_attr` for BPF_PROG_LOAD (up to the expected attach type).
+#[repr(C)]
+#[derive(Default)]
+struct ProgLoadAttr {
+    prog_type: u32,
+    insn_cnt: u32,
+    insns: u64,
+    license: u64,
+    log_level: u32,
+    log_size: u32,
+    log_buf: u64,
+    kern_version: u32,
+    prog_flags: u32,
+    prog_name: [u8; 16],
+    prog_ifindex: u32,
+    expected_attach_type: u32,
+}
+
+/// `union bpf_attr` for BPF_LINK_CREATE with the `uprobe_multi` member.
+#[repr(C)]
+#[derive(Default)]
+struct LinkCreateAttr {
+    prog_fd: u32,
+    target_fd: u32,
+    attach_type: u32,
+    flags: u32,
+    path: u64,
+    offsets: u64,
+    ref_ctr_offsets: u64,
+    cookies: u64,
+    cnt: u32,
+    multi_flags: u32,
+    pid: u32,
+    pad: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribute_blocks_match_the_kernel_layout() {
+        // Offsets from include/uapi/linux/bpf.h.
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, prog_name), 48);
+        assert_eq!(std::mem::offset_of!(ProgLoadAttr, expected_attach_type), 68);
+        assert_eq!(std::mem::offset_of!(LinkCreateAttr, path), 16);
+        assert_eq!(std::mem::offset_of!(LinkCreateAttr, cnt), 48);
+        assert_eq!(std::mem::offset_of!(LinkCreateAttr, pid), 56);
+        assert_eq!(std::mem::offset_of!(MapCreateAttr, map_name), 28);
+        assert_eq!(std::mem::offset_of!(MapElemAttr, flags), 24);
+    }
+
+    #[test]
+    fn the_embedded_object_has_both_programs_and_only_map_or_data_references() {
+        let file = object::File::parse(OBJECT).expect("object");
+        for (section, _) in [ENTER, RETURN] {
+            let sec = file.section_by_name(section).expect(section);
+            assert!(sec.relocations().count() > 0, "{section} uses maps");
+            for (_, rel) in sec.relocations() {
+                assert_eq!(
+                    rel.flags(),
+                    RelocationFlags::Elf {
+                        r_type: R_BPF_64_64
+                    }
+                );
+            }
+        }
+    }
+}
