@@ -23,10 +23,11 @@ torch.cuda.synchronize()
 time.sleep(1.0)  # the capture finds libcudart once it is mapped
 if a.mode == "storm":
     y = torch.zeros(16, device="cuda")
+    t0 = time.time()
     for _ in range(50_000):
         y.add_(1.0)
     torch.cuda.synchronize()
-    print("storm done", float(y[0]))
+    print(f"storm done {float(y[0])} in {time.time() - t0:.3f} s")
 else:
     torch.backends.cuda.matmul.allow_tf32 = False
     for _ in range(500):

@@ -2,7 +2,9 @@
 //!
 //! 1. added cost per probed call: `workload --bench N` times N
 //!    cudaLaunchKernel calls without probes and with a capture attached, in
-//!    the same run, alternating;
+//!    the same run, with multi-uprobe links and with one link per function;
+//!    and for both, how long the kernel takes to release the probes once
+//!    the capture has stopped;
 //! 2. sustained event rate: the same loop at full speed under capture, with
 //!    every event written to the database; reports events/s and losses.
 //!
@@ -50,10 +52,12 @@ fn traced(
     n: u64,
     db: &Path,
     raw: RawPolicy,
+    multi_uprobes: bool,
 ) -> (f64, ingero_probes::CaptureSummary, Duration) {
     let child = spawn_bench(dir, n);
     let mut cfg = CaptureConfig::new(Target::Pid(child.id() as i32), db);
     cfg.raw = raw;
+    cfg.multi_uprobes = multi_uprobes;
     cfg.ring_bytes = 64 << 20;
     cfg.libraries = vec![dir.join("libcudart.so.13")];
     let handle = start(cfg).expect("start capture (run as root)");
@@ -65,19 +69,21 @@ fn traced(
 }
 
 /// Waits until the holder processes of stopped captures have released their
-/// probes (they are our only children once the workloads are reaped).
-fn wait_detached() {
+/// probes (they are our only children once the workloads are reaped), and
+/// says how long that took.
+fn wait_detached() -> Duration {
     let me = std::process::id() as i32;
     let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(30) {
+    while t0.elapsed() < Duration::from_secs(60) {
         let busy = ingero_probes::procs::all_pids()
             .into_iter()
             .any(|p| ingero_probes::procs::process_info(p, 0).is_some_and(|i| i.ppid == me));
         if !busy {
-            return;
+            break;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(10));
     }
+    t0.elapsed()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -101,30 +107,43 @@ fn main() {
     const N: u64 = 200_000;
     const ROUNDS: usize = 5;
     let mut base = Vec::new();
-    let mut probed = Vec::new();
     // Baseline rounds first: after a capture stops, its (paused) probes stay
-    // in the kernel for a few seconds while the holder process releases them.
+    // in the kernel for a while as the holder process releases them.
     for _ in 0..ROUNDS {
         base.push(finish(spawn_bench(&dir, N)));
     }
-    for round in 0..ROUNDS {
-        let db = tmp.join(format!("cost{round}.db"));
-        let (ns, s, _) = traced(&dir, N, &db, RawPolicy::All);
-        assert_eq!(s.status.cuda_calls, N, "every call seen");
-        probed.push(ns);
-        wait_detached();
-    }
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let (bmin, pmin) = (min(&base), min(&probed));
-    let (b, p) = (median(base), median(probed));
+    let bmin = min(&base);
+    let b = median(base);
     println!("per-call cost: {N} cudaLaunchKernel calls, {ROUNDS} rounds each (median / best)");
-    println!("  without probes  {b:>9.1} / {bmin:>7.1} ns/call");
-    println!("  with capture    {p:>9.1} / {pmin:>7.1} ns/call");
-    println!(
-        "  added           {:>9.1} / {:>7.1} ns/call  (target < 3000 ns)",
-        p - b,
-        pmin - bmin
-    );
+    println!("  without probes                {b:>9.1} / {bmin:>7.1} ns/call");
+    let mut releases = Vec::new();
+    for (label, multi) in [("multi-uprobe links", true), ("one link per function", false)] {
+        let mut probed = Vec::new();
+        let mut released = Vec::new();
+        for round in 0..ROUNDS {
+            let db = tmp.join(format!("cost{round}.db"));
+            let (ns, s, _) = traced(&dir, N, &db, RawPolicy::All, multi);
+            assert_eq!(s.status.cuda_calls, N, "every call seen");
+            probed.push(ns);
+            released.push(wait_detached().as_secs_f64());
+        }
+        let pmin = min(&probed);
+        let p = median(probed);
+        println!(
+            "  {label:<22} added {:>9.1} / {:>7.1} ns/call  (target < 3000 ns)",
+            p - b,
+            pmin - bmin
+        );
+        releases.push((label, median(released)));
+    }
+    println!("probes released after the stop (median of {ROUNDS}, stand-in libcudart, 14 functions)");
+    for (label, secs) in &releases {
+        println!("  {label:<22} {secs:>6.2} s");
+    }
+    if let [(_, multi), (_, classic)] = releases[..] {
+        println!("  ratio                  {:>6.1}x faster", classic / multi.max(1e-3));
+    }
 
     const M: u64 = 3_000_000;
     let sampled = RawPolicy::Sampled {
@@ -135,7 +154,7 @@ fn main() {
         ("every raw row", RawPolicy::All),
         ("raw rows sampled, aggregates exact", sampled),
     ] {
-        let (ns, s, wall) = traced(&dir, M, &tmp.join("rate.db"), raw);
+        let (ns, s, wall) = traced(&dir, M, &tmp.join("rate.db"), raw, true);
         let _ = std::fs::remove_file(tmp.join("rate.db"));
         wait_detached();
         let loop_rate = 1e9 / ns;

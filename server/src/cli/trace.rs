@@ -41,6 +41,11 @@ pub struct Args {
     /// 1G). Raise it when the summary reports records dropped in the kernel.
     #[arg(long, value_name = "BYTES", default_value = "16M", value_parser = parse_ring_size)]
     ring_size: u32,
+    /// Probe each CUDA function with its own uprobe link instead of one
+    /// multi-uprobe link per library (kernels before 6.6 use this path on
+    /// their own). Slower to attach and to detach.
+    #[arg(long)]
+    per_function_uprobes: bool,
     /// No live table, even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -137,6 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.libraries = args.libs.clone();
     config.require_cuda_library = args.require_cuda;
     config.ring_bytes = args.ring_size;
+    config.multi_uprobes = !args.per_function_uprobes;
     if let Some(n) = args.sample {
         config.raw = RawPolicy::Sampled {
             per_second: n,
