@@ -8,7 +8,9 @@
 //! 2. sustained event rate: the same loop at full speed under capture, with
 //!    every event written to the database; reports events/s and losses.
 //!
-//! Run: `cargo bench -p ingero-probes --bench capture_cost`.
+//! Run: `cargo bench -p ingero-probes --bench capture_cost`. Under
+//! `cargo test` (no `--bench` argument) it runs one short round of each, as
+//! a smoke test.
 
 mod common;
 
@@ -104,24 +106,28 @@ fn main() {
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).expect("tmp dir");
 
+    let bench = std::env::args().any(|a| a == "--bench");
     const N: u64 = 200_000;
-    const ROUNDS: usize = 5;
+    let rounds: usize = if bench { 5 } else { 1 };
     let mut base = Vec::new();
     // Baseline rounds first: after a capture stops, its (paused) probes stay
     // in the kernel for a while as the holder process releases them.
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         base.push(finish(spawn_bench(&dir, N)));
     }
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     let bmin = min(&base);
     let b = median(base);
-    println!("per-call cost: {N} cudaLaunchKernel calls, {ROUNDS} rounds each (median / best)");
+    println!("per-call cost: {N} cudaLaunchKernel calls, {rounds} rounds each (median / best)");
     println!("  without probes                {b:>9.1} / {bmin:>7.1} ns/call");
     let mut releases = Vec::new();
-    for (label, multi) in [("multi-uprobe links", true), ("one link per function", false)] {
+    for (label, multi) in [
+        ("multi-uprobe links", true),
+        ("one link per function", false),
+    ] {
         let mut probed = Vec::new();
         let mut released = Vec::new();
-        for round in 0..ROUNDS {
+        for round in 0..rounds {
             let db = tmp.join(format!("cost{round}.db"));
             let (ns, s, _) = traced(&dir, N, &db, RawPolicy::All, multi);
             assert_eq!(s.status.cuda_calls, N, "every call seen");
@@ -137,15 +143,20 @@ fn main() {
         );
         releases.push((label, median(released)));
     }
-    println!("probes released after the stop (median of {ROUNDS}, stand-in libcudart, 14 functions)");
+    println!(
+        "probes released after the stop (median of {rounds}, stand-in libcudart, 14 functions)"
+    );
     for (label, secs) in &releases {
         println!("  {label:<22} {secs:>6.2} s");
     }
     if let [(_, multi), (_, classic)] = releases[..] {
-        println!("  ratio                  {:>6.1}x faster", classic / multi.max(1e-3));
+        println!(
+            "  ratio                  {:>6.1}x faster",
+            classic / multi.max(1e-3)
+        );
     }
 
-    const M: u64 = 3_000_000;
+    let m: u64 = if bench { 3_000_000 } else { 300_000 };
     let sampled = RawPolicy::Sampled {
         per_second: 1000,
         always_keep_ns: 1_000_000,
@@ -154,11 +165,11 @@ fn main() {
         ("every raw row", RawPolicy::All),
         ("raw rows sampled, aggregates exact", sampled),
     ] {
-        let (ns, s, wall) = traced(&dir, M, &tmp.join("rate.db"), raw, true);
+        let (ns, s, wall) = traced(&dir, m, &tmp.join("rate.db"), raw, true);
         let _ = std::fs::remove_file(tmp.join("rate.db"));
         wait_detached();
         let loop_rate = 1e9 / ns;
-        println!("sustained rate, {label}: {M} calls at full speed under capture");
+        println!("sustained rate, {label}: {m} calls at full speed under capture");
         println!("  calls/s in the traced loop  {loop_rate:>12.0}");
         println!(
             "  events delivered            {:>12} ({} CUDA), committed {}, lost {}",
@@ -169,7 +180,7 @@ fn main() {
             s.status.events_written as f64 / wall.as_secs_f64().max(1e-9),
             wall.as_secs_f64()
         );
-        let held = s.status.drops == 0 && s.status.cuda_calls == M;
+        let held = s.status.drops == 0 && s.status.cuda_calls == m;
         println!(
             "  held without loss: {}",
             if held {
