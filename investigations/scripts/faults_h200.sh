@@ -4,12 +4,7 @@
 # stops, and a ring buffer too small for a launch storm. Prints the capture
 # summary and, from each database, the unfinished calls and the losses.
 #   investigations/scripts/faults_h200.sh OUT_DIR [INGERO_BINARY]
-set -u
-OUT=${1:?output directory}
-ING=${2:-./ingero}
-S=investigations/scripts
-mkdir -p "$OUT"
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+. "$(dirname "$0")/device_setup.sh"
 show() {
   python3 - "$1" <<'PY'
 import sqlite3, sys

@@ -2,12 +2,7 @@
 # Records the investigations in investigations/ on a GPU host, and measures
 # tracing overhead. Run as root from the repository root:
 #   investigations/scripts/record_h200.sh OUT_DIR [INGERO_BINARY]
-set -u
-OUT=${1:?output directory}
-ING=${2:-./ingero}
-S=investigations/scripts
-mkdir -p "$OUT"
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+. "$(dirname "$0")/device_setup.sh"
 log() { echo "== $*"; }
 
 log "machine"

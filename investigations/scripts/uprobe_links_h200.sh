@@ -4,12 +4,7 @@
 # kernel has released every probe (the detach holder process is gone), and
 # the calls each database holds per function.
 #   investigations/scripts/uprobe_links_h200.sh OUT_DIR [INGERO_BINARY]
-set -u
-OUT=${1:?output directory}
-ING=${2:-./ingero}
-S=investigations/scripts
-mkdir -p "$OUT"
-mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+. "$(dirname "$0")/device_setup.sh"
 "$ING" check 2>&1 | grep "bpf programs"
 echo "untraced: $(python3 $S/faults_workload.py storm)"
 for mode in multi per-function; do
