@@ -267,7 +267,8 @@ impl Probes {
         }
         if !attached_multi {
             for (op, offset) in &ops {
-                for prefix in ["e_", "r_"] {
+                // Return probe first, as for the multi links.
+                for prefix in ["r_", "e_"] {
                     let name = format!("{prefix}{}", op.name);
                     let p: &mut UProbe = program(&mut self.ebpf, &name)?;
                     let what = || format!("{} in {}", op.name, path.display());

@@ -140,9 +140,12 @@ impl MultiUprobes {
             bpf_fd(BPF_LINK_CREATE, &mut attr)
                 .map_err(|e| syscall_err(format!("multi-uprobe link on {}", path.display()), e))
         };
-        let enter = link(&self.enter, 0)?;
+        // Return side first: a call that enters once the entry side is in
+        // place is then sure to be seen returning, so no entry is left in
+        // the table to pass for a call open at the stop.
         let ret = link(&self.ret, BPF_F_UPROBE_MULTI_RETURN)?;
-        Ok([enter, ret])
+        let enter = link(&self.enter, 0)?;
+        Ok([ret, enter])
     }
 }
 
