@@ -1,5 +1,6 @@
 //! Compiles the kernel-side C in `bpf/` into BPF objects with clang (the main
-//! object, and the multi-uprobe CUDA programs), so the loader can embed them. Only clang is needed (no libbpf headers, no vmlinux.h).
+//! object, and the multi-uprobe CUDA programs), so the loader can embed them.
+//! Only clang is needed (no libbpf headers, no vmlinux.h).
 
 use std::env;
 use std::path::{Path, PathBuf};

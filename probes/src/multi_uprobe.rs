@@ -102,7 +102,7 @@ impl MultiUprobes {
         let license = section_bytes(&file, "license")?;
         let license = CString::new(license.split(|&b| b == 0).next().unwrap_or_default())
             .map_err(|e| MultiUprobeError::Object(e.to_string()))?;
-        let mut data_maps = DataMaps::default();
+        let mut data_maps = DataMaps::new();
         let mut load = |(section, name): (&str, &str)| -> Result<OwnedFd, MultiUprobeError> {
             let insns = relocated(&file, section, maps, globals, &mut data_maps)?;
             prog_load(name, &insns, &license)
@@ -149,12 +149,9 @@ impl MultiUprobes {
     }
 }
 
-/// Read-only data sections turned into frozen array maps, created the first
-/// time an instruction refers to them.
-#[derive(Default)]
-struct DataMaps {
-    by_section: HashMap<String, OwnedFd>,
-}
+/// Read-only data sections turned into frozen array maps (by section name),
+/// created the first time an instruction refers to them.
+type DataMaps = HashMap<String, OwnedFd>;
 
 fn section_bytes<'a>(file: &object::File<'a>, name: &str) -> Result<&'a [u8], MultiUprobeError> {
     file.section_by_name(name)
@@ -250,7 +247,7 @@ fn data_map(
         .name()
         .map_err(|e| MultiUprobeError::Object(e.to_string()))?
         .to_string();
-    if let Some(fd) = data_maps.by_section.get(&name) {
+    if let Some(fd) = data_maps.get(&name) {
         return Ok(fd.as_raw_fd());
     }
     let mut value = sec
@@ -295,7 +292,7 @@ fn data_map(
     };
     bpf(BPF_MAP_FREEZE, &mut freeze).map_err(|e| syscall_err("BPF_MAP_FREEZE", e))?;
     let raw = fd.as_raw_fd();
-    data_maps.by_section.insert(name, fd);
+    data_maps.insert(name, fd);
     Ok(raw)
 }
 
