@@ -473,7 +473,13 @@ fn authorize(ctx: &AuthContext<'_>) -> Result<(), String> {
         AuthAction::Select | AuthAction::Recursive => Ok(()),
         AuthAction::Read { table_name, .. } => {
             // Reads made by a trace-table view (Ingero files) are the view's own.
-            if readable(table_name) || ctx.accessor.is_some_and(readable) {
+            // A read with no database is of a common table expression (`WITH
+            // t AS (...)`): SQLite names a schema for every stored table, and
+            // the reads inside the CTE's body are authorised on their own.
+            if readable(table_name)
+                || ctx.accessor.is_some_and(readable)
+                || ctx.database_name.is_none()
+            {
                 Ok(())
             } else {
                 Err(format!("reading table {table_name}"))
@@ -612,6 +618,38 @@ mod tests {
         assert!(matches!(err, SqlError::Denied(_)), "{err}");
         let err = run(&db, "DROP VIEW cuda_calls").expect_err("drop");
         assert!(matches!(err, SqlError::Denied(_)), "{err}");
+    }
+
+    #[test]
+    fn common_table_expressions_are_not_tables() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let db = sample_db(dir.path());
+        let r = run(
+            &db,
+            "WITH t AS (SELECT 1 UNION ALL SELECT 2) SELECT count(*) FROM t",
+        )
+        .expect("cte");
+        assert_eq!(r.rows[0][0], serde_json::json!(2));
+        let r = run(
+            &db,
+            "WITH slow AS (SELECT pid, dur_ns FROM cuda_calls) SELECT count(*) FROM slow",
+        )
+        .expect("cte over a trace table");
+        assert_eq!(r.rows[0][0], serde_json::json!(100));
+        let r = run(
+            &db,
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5) \
+             SELECT sum(i) FROM n",
+        )
+        .expect("recursive cte");
+        assert_eq!(r.rows[0][0], serde_json::json!(15));
+        // The body of a CTE is still checked.
+        let err = run(
+            &db,
+            "WITH t AS (SELECT * FROM sqlite_stat1) SELECT * FROM t",
+        )
+        .expect_err("forbidden read inside a cte");
+        assert!(matches!(err, SqlError::Denied(_) | SqlError::Sqlite(_)), "{err}");
     }
 
     /// The Ingero (Go) seed database: `INGERO_SEED_DB`, or the copy in `tests/data`.
