@@ -26,12 +26,36 @@ pub fn standin() -> &'static Path {
     })
 }
 
-/// True when this process may load eBPF programs (tests that need it skip otherwise).
+/// Environment switch: `INGERO_EBPF_TESTS=require` (as in CI) makes the eBPF
+/// tests fail where they cannot run instead of skipping.
+pub const EBPF_TESTS: &str = "INGERO_EBPF_TESTS";
+
+/// Whether the eBPF tests run: `Ok(true)` as root, `Ok(false)` (skip)
+/// otherwise, and `Err` with what to do when `env` (the value of
+/// [`EBPF_TESTS`]) is `require` and they cannot run.
+pub fn decide(root: bool, env: Option<&str>) -> Result<bool, String> {
+    match (root, env) {
+        (true, _) => Ok(true),
+        (false, Some("require")) => Err(format!(
+            "the eBPF tests need root (or CAP_BPF+CAP_PERFMON) and {EBPF_TESTS}=require is \
+             set: run them as root (sudo -E cargo test), or unset {EBPF_TESTS} to skip them"
+        )),
+        (false, _) => Ok(false),
+    }
+}
+
+/// True when this process may load eBPF programs; tests that need it skip
+/// otherwise, or fail (panic) when `INGERO_EBPF_TESTS=require`.
 pub fn can_trace() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("skipping: needs root");
+    let env = std::env::var(EBPF_TESTS).ok();
+    match decide(root, env.as_deref()) {
+        Ok(true) => true,
+        Ok(false) => {
+            eprintln!("skipping: needs root (set {EBPF_TESTS}=require to fail instead)");
+            false
+        }
+        Err(problem) => panic!("{problem}"),
     }
-    root
 }
