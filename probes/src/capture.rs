@@ -12,6 +12,7 @@ use crate::poller::{self, PollerConfig};
 use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats, LossBreakdown};
 use crate::{preflight, procs, sysinfo, writer};
 use ingero_store::TraceWriter;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
@@ -62,6 +63,7 @@ pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
         ),
         Err(_) => (Vec::new(), Vec::new(), 0, 0, LossBreakdown::default(), 0, 0),
     };
+    let (warnings, warnings_omitted) = shared.warnings.snapshot();
     CaptureStatus {
         state,
         elapsed_ms: shared.started.elapsed().as_millis() as u64,
@@ -82,6 +84,8 @@ pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
         processes,
         db: shared.db.clone(),
         error: shared.error.lock().ok().and_then(|e| e.clone()),
+        warnings,
+        warnings_omitted,
     }
 }
 
@@ -164,9 +168,12 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     for pid in &scan {
         candidates.extend(discovery::libraries_in_maps(*pid));
     }
+    let warnings = probes.warnings();
+    let mut failed_libs = HashSet::new();
     for lib in candidates {
         if let Err(e) = probes.attach_library(&lib) {
-            tracing::warn!("{e}");
+            warnings.library_not_probed(&lib, &e);
+            failed_libs.insert(lib);
         }
     }
     if config.require_cuda_library && probes.libraries().is_empty() {
@@ -233,6 +240,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         db: config.db.clone(),
         error: Mutex::new(None),
         stop: AtomicBool::new(false),
+        warnings,
     });
     let (wtx, wrx) = sync_channel(WRITER_QUEUE);
     let (ntx, nrx) = sync_channel(NOTICE_QUEUE);
@@ -283,6 +291,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         deadline: config.duration.map(|d| Instant::now() + d),
         clock,
         started_ns,
+        failed_libs,
     };
     let control = std::thread::Builder::new()
         .name("ingero-control".into())

@@ -11,6 +11,7 @@ use crate::poller::Notice;
 use crate::procs;
 use crate::status::{CaptureState, CaptureSummary, LiveStats, LossBreakdown, StopReason};
 use crate::sysinfo::Sampler;
+use crate::warnings::Warnings;
 use crate::writer::{WriterMsg, WriterReport};
 use crate::CaptureError;
 use ingero_store::catalog::loss_source;
@@ -41,6 +42,8 @@ pub struct Shared {
     pub error: Mutex<Option<String>>,
     /// Set to ask the capture to stop.
     pub stop: AtomicBool,
+    /// Libraries not probed, fallbacks: shown in the status and summary.
+    pub warnings: Arc<Warnings>,
 }
 
 /// Everything the control thread owns.
@@ -75,6 +78,8 @@ pub struct Control {
     pub clock: Clock,
     /// Session start, epoch ns.
     pub started_ns: i64,
+    /// Libraries that could not be probed at the start (not retried).
+    pub failed_libs: HashSet<PathBuf>,
 }
 
 /// Loss counters as last written to the database.
@@ -96,7 +101,7 @@ impl Control {
         let mut known: HashSet<i32> = HashSet::new();
         let mut exited: HashSet<i32> = HashSet::new();
         let mut rescans: BTreeMap<i32, Instant> = BTreeMap::new();
-        let mut failed_libs: HashSet<PathBuf> = HashSet::new();
+        let mut failed_libs = std::mem::take(&mut self.failed_libs);
         let mut next_second = Instant::now() + SECOND;
         let mut command_exit = None;
         let reason = loop {
@@ -226,7 +231,7 @@ impl Control {
                 }
                 Ok(AttachOutcome::AlreadyAttached) => {}
                 Err(e) => {
-                    tracing::warn!("{e}");
+                    self.shared.warnings.library_not_probed(&lib, &e);
                     failed.insert(lib);
                 }
             }

@@ -30,6 +30,7 @@ pub mod procs;
 pub mod render;
 pub mod status;
 pub mod sysinfo;
+pub mod warnings;
 mod writer;
 
 pub use capture::{start, CaptureHandle, StopHandle};
@@ -37,5 +38,6 @@ pub use config::{CaptureConfig, Target};
 pub use error::CaptureError;
 pub use preflight::{preflight, CheckItem, CheckReport, CheckStatus};
 pub use status::{
-    CaptureState, CaptureStatus, CaptureSummary, HostStatus, LossBreakdown, OpStatus, StopReason,
+    CaptureState, CaptureStatus, CaptureSummary, CaptureWarning, HostStatus, LossBreakdown,
+    OpStatus, StopReason, WarningKind,
 };

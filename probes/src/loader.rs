@@ -3,6 +3,8 @@
 
 use crate::error::CaptureError;
 use crate::multi_uprobe::{MultiUprobes, ProbePoint};
+use crate::status::WarningKind;
+use crate::warnings::Warnings;
 use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
 use aya::programs::uprobe::{UProbeAttachLocation, UProbeScope};
 use aya::programs::{BtfTracePoint, TracePoint, UProbe};
@@ -12,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The compiled kernel programs (`bpf/ingero.bpf.c`, built by build.rs).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/ingero.bpf.o"));
@@ -100,6 +103,7 @@ pub struct Probes {
     links: Vec<Box<dyn Send>>,
     paused: Option<Array<MapData, u32>>,
     multi: Option<MultiUprobes>,
+    warnings: Arc<Warnings>,
 }
 
 fn load_err(e: impl std::fmt::Display) -> CaptureError {
@@ -156,6 +160,7 @@ impl Probes {
                 p.load().map_err(|e| attach_err(&name, e))?;
             }
         }
+        let warnings = Arc::new(Warnings::default());
         let multi = if opts.multi_uprobes {
             let globals = [
                 ("cfg_trace_all", trace_all),
@@ -164,8 +169,13 @@ impl Probes {
             match MultiUprobes::load(&map_fds(&ebpf), &globals) {
                 Ok(m) => Some(m),
                 Err(e) => {
-                    tracing::info!(
-                        "multi-uprobe links unavailable ({e}); using one uprobe link per function"
+                    warnings.record(
+                        WarningKind::MultiUprobeUnavailable,
+                        None,
+                        format!(
+                            "multi-uprobe links unavailable ({e}); probing with one uprobe link \
+                             per function, slower to attach and to stop (Linux 6.6+ has them)"
+                        ),
                     );
                     None
                 }
@@ -184,6 +194,7 @@ impl Probes {
             links: Vec::new(),
             paused: Some(paused),
             multi,
+            warnings,
         })
     }
 
@@ -259,9 +270,14 @@ impl Probes {
                         .extend(links.map(|l| Box::new(l) as Box<dyn Send>));
                     attached_multi = true;
                 }
-                Err(e) => tracing::warn!(
-                    "{e}; probing {} with one uprobe link per function",
-                    path.display()
+                Err(e) => self.warnings.record(
+                    WarningKind::PerFunctionFallback,
+                    Some(path),
+                    format!(
+                        "{}: multi-uprobe links failed ({e}); probing it with one uprobe link \
+                         per function, slower to attach and to stop",
+                        path.display()
+                    ),
                 ),
             }
         }
@@ -310,6 +326,12 @@ impl Probes {
     /// Library files probed so far.
     pub fn libraries(&self) -> &[PathBuf] {
         &self.libraries
+    }
+
+    /// Where these probes record their warnings (fallbacks); the capture
+    /// adds its own (libraries it could not probe) to the same list.
+    pub fn warnings(&self) -> Arc<Warnings> {
+        self.warnings.clone()
     }
 
     /// Takes the ring buffer (the poller thread owns it from then on).

@@ -107,13 +107,28 @@ pub fn summary(s: &CaptureSummary) -> String {
         let _ = write!(out, "; command exit status {code}");
     }
     out.push('\n');
-    for line in loss_lines(&s.status) {
+    for line in warning_lines(&s.status) {
         let _ = writeln!(out, "warning: {line}");
     }
     if let Some(e) = &s.status.error {
         let _ = writeln!(out, "error: {e}");
     }
     out
+}
+
+/// Every warning of a capture, one sentence each: what it could not do as
+/// asked (libraries not probed, fallbacks) in the order it happened, then
+/// [`loss_lines`].
+pub fn warning_lines(s: &CaptureStatus) -> Vec<String> {
+    let mut lines: Vec<String> = s.warnings.iter().map(|w| w.message.clone()).collect();
+    if s.warnings_omitted > 0 {
+        lines.push(format!(
+            "{} more warnings were raised and not kept",
+            count(s.warnings_omitted)
+        ));
+    }
+    lines.extend(loss_lines(s));
+    lines
 }
 
 /// One sentence per cause of loss, each saying what it means and what to do.
@@ -187,7 +202,7 @@ pub fn check(r: &CheckReport) -> String {
 mod tests {
     use super::*;
     use crate::preflight::CheckItem;
-    use crate::status::{CaptureState, HostStatus, OpStatus};
+    use crate::status::{CaptureState, CaptureWarning, HostStatus, OpStatus, WarningKind};
 
     fn status() -> CaptureStatus {
         CaptureStatus {
@@ -220,6 +235,8 @@ mod tests {
             processes: 2,
             db: "t.db".into(),
             error: None,
+            warnings: Vec::new(),
+            warnings_omitted: 0,
         }
     }
 
@@ -271,6 +288,57 @@ mod tests {
         assert!(s.contains("7 events were received but not written"));
         assert!(s.contains("2 CUDA calls never returned"));
         assert_eq!(s.matches("warning:").count(), 3);
+    }
+
+    #[test]
+    fn summary_lists_attach_warnings_before_losses() {
+        let mut st = status();
+        st.warnings = vec![
+            CaptureWarning {
+                kind: WarningKind::LibraryNotProbed,
+                library: Some("/opt/libcudart.so.12".into()),
+                message: "/opt/libcudart.so.12: not probed, so its CUDA calls are not recorded \
+                          (bad ELF)"
+                    .into(),
+            },
+            CaptureWarning {
+                kind: WarningKind::PerFunctionFallback,
+                library: Some("/x/libcudart.so.13".into()),
+                message: "/x/libcudart.so.13: multi-uprobe links failed (EINVAL); probing it \
+                          with one uprobe link per function, slower to attach and to stop"
+                    .into(),
+            },
+        ];
+        st.warnings_omitted = 3;
+        st.losses.undecodable = 2;
+        st.drops = st.losses.total();
+        let sum = CaptureSummary {
+            status: st,
+            session_id: 1,
+            started_ns: 0,
+            stopped_ns: 1,
+            reason: StopReason::Requested,
+            command_exit: None,
+        };
+        let s = summary(&sum);
+        let lines: Vec<&str> = s.lines().filter(|l| l.starts_with("warning: ")).collect();
+        assert_eq!(lines.len(), 4, "{s}");
+        assert!(lines[0].contains("/opt/libcudart.so.12: not probed"), "{s}");
+        assert!(lines[1].contains("one uprobe link per function"), "{s}");
+        assert_eq!(
+            lines[2],
+            "warning: 3 more warnings were raised and not kept"
+        );
+        assert!(lines[3].contains("2 records could not be decoded"), "{s}");
+        // The table itself stays free of them (they are printed once, here).
+        assert!(!table(&sum.status).contains("not probed"));
+        // The JSON form carries them typed.
+        let json = serde_json::to_value(&sum).expect("json");
+        let w = &json["status"]["warnings"];
+        assert_eq!(w[0]["kind"], "library_not_probed");
+        assert_eq!(w[0]["library"], "/opt/libcudart.so.12");
+        assert_eq!(w[1]["kind"], "per_function_fallback");
+        assert_eq!(json["status"]["warnings_omitted"], 3);
     }
 
     #[test]

@@ -91,6 +91,38 @@ pub struct CaptureStatus {
     pub db: PathBuf,
     /// What went wrong, when state is `failed`.
     pub error: Option<String>,
+    /// What the capture could not do as asked (libraries not probed,
+    /// fallbacks), in the order it happened; losses are in `losses`.
+    pub warnings: Vec<CaptureWarning>,
+    /// Further warnings counted but not kept in `warnings` (it holds at most
+    /// 64).
+    pub warnings_omitted: u64,
+}
+
+/// One thing the capture could not do as asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct CaptureWarning {
+    /// What kind of problem.
+    pub kind: WarningKind,
+    /// The library concerned, when there is one.
+    pub library: Option<String>,
+    /// What happened and what it means, one sentence.
+    pub message: String,
+}
+
+/// Kinds of capture warning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningKind {
+    /// A CUDA library found in a process's memory map or a well-known place
+    /// could not be probed: its calls are missing from the trace.
+    LibraryNotProbed,
+    /// Multi-uprobe links failed on one library, probed with one uprobe link
+    /// per function instead (slower to attach and to stop).
+    PerFunctionFallback,
+    /// The kernel has no multi-uprobe links: every library is probed with one
+    /// uprobe link per function (slower to attach and to stop).
+    MultiUprobeUnavailable,
 }
 
 /// Where records went missing, by cause.

@@ -1,5 +1,13 @@
 //! `ingero trace`: record CUDA calls and host events of a process, a command
 //! or the whole machine into a trace database, with a live table on stderr.
+//!
+//! Warnings of the capture engine (a CUDA library it could not probe, a
+//! fallback to one uprobe link per function) are logged on stderr as they
+//! happen (filter `INGERO_LOG`, default `ingero=warn`), above the live table
+//! while it runs, and listed again as `warning:` lines in the final summary
+//! (in `status.warnings` with `--json`).
+
+mod live_log;
 
 use anyhow::Context;
 use ingero_probes::config::parse_ring_size;
@@ -149,21 +157,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             always_keep_ns: 1_000_000,
         };
     }
+    let live = !args.quiet && std::io::stderr().is_terminal();
+    // Dropped on every way out, writing any log line still held.
+    let logs = live_log::init(live);
     let handle = start(config)?;
     let stopper = handle.stopper();
     ctrlc::set_handler(move || stopper.stop()).context("installing the Ctrl-C handler")?;
 
-    let live = !args.quiet && std::io::stderr().is_terminal();
     let mut drawn_lines = 0usize;
     let mut next_draw = Instant::now();
     while !handle.is_finished() {
         if live && Instant::now() >= next_draw {
             let frame = render::table(&handle.status());
+            let log_lines = logs.sink().take();
             let mut err = std::io::stderr().lock();
             if drawn_lines > 0 {
                 // Move up over the previous frame and clear it.
                 let _ = write!(err, "\x1b[{drawn_lines}A\x1b[J");
             }
+            // New log lines where the old frame was, the new frame below.
+            let _ = err.write_all(&log_lines);
             let _ = err.write_all(frame.as_bytes());
             let _ = err.flush();
             drawn_lines = frame.lines().count();
@@ -175,6 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if live && drawn_lines > 0 {
         let _ = write!(std::io::stderr(), "\x1b[{drawn_lines}A\x1b[J");
     }
+    drop(logs);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {

@@ -49,7 +49,9 @@ pub struct CaptureStatus {
     /// CUDA calls recorded without a return (thread exited inside the call,
     /// or still running at the stop).
     pub unfinished_calls: u64,
-    /// One sentence per cause of loss, with what to do about it.
+    /// One sentence per warning: CUDA libraries that could not be probed and
+    /// fallbacks to one uprobe link per function, in the order they
+    /// happened, then each cause of loss with what to do about it.
     pub warnings: Vec<String>,
     /// Seconds since the capture started.
     pub elapsed_s: f64,
@@ -117,7 +119,7 @@ fn engine_status(s: &ingero_probes::CaptureStatus, output: &Path) -> CaptureStat
         host_events: s.host_events,
         lost: s.drops,
         unfinished_calls: s.unfinished_calls,
-        warnings: ingero_probes::render::loss_lines(s),
+        warnings: ingero_probes::render::warning_lines(s),
         elapsed_s: s.elapsed_ms as f64 / 1000.0,
         libraries: s.libraries.clone(),
         stop_reason: None,
