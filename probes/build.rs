@@ -88,9 +88,7 @@ fn main() {
             non_empty(recorded.trim())
         ),
     };
-    println!(
-        "cargo:warning=BPF objects compiled from source with {version} ({verdict})"
-    );
+    println!("cargo:warning=BPF objects compiled from source with {version} ({verdict})");
 }
 
 /// Sources `*.bpf.c` in `bpf`, sorted, each with its object name.
@@ -119,7 +117,9 @@ fn switch(var: &str) -> bool {
     match env::var(var).as_deref() {
         Ok("1") => true,
         Ok("") | Ok("0") | Err(_) => false,
-        Ok(other) => fail(&format!("{var}={other:?}: use 1 to set it, or leave it unset")),
+        Ok(other) => fail(&format!(
+            "{var}={other:?}: use 1 to set it, or leave it unset"
+        )),
     }
 }
 
