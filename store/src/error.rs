@@ -53,8 +53,9 @@ pub enum StoreError {
         /// Reason reported by the OS or SQLite.
         detail: String,
     },
-    /// A time-window or duration argument could not be understood.
-    #[error("bad duration {0:?}: use a number with a unit, e.g. 30s, 5m, 1h, 250ms")]
+    /// A time-window or duration argument could not be understood (the
+    /// message quotes a long text only in part).
+    #[error("bad duration {}: use a number with a unit, e.g. 30s, 5m, 1h, 250ms", crate::clip::clip_quoted(.0))]
     BadDuration(String),
     /// Any other SQLite failure while reading or writing.
     #[error("sqlite: {0}")]

@@ -7,6 +7,8 @@
 
 pub mod aggregate;
 pub mod catalog;
+pub mod clip;
+pub mod epoch_ns;
 pub mod error;
 mod foreign;
 pub mod model;

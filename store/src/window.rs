@@ -4,12 +4,18 @@
 use crate::error::{Result, StoreError};
 use serde::{Deserialize, Serialize};
 
-/// First and last instants of a capture, ns since the epoch.
+/// First and last instants of a capture, ns since the epoch (decimal
+/// strings in JSON, see [`crate::epoch_ns`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaptureSpan {
-    /// Earliest recorded instant.
+    /// Earliest recorded instant, epoch ns as a decimal string (exact).
+    #[serde(with = "crate::epoch_ns")]
+    #[schemars(with = "crate::epoch_ns::EpochNsText")]
     pub start_ns: i64,
-    /// Latest recorded instant (capture stop, or last event if later).
+    /// Latest recorded instant (capture stop, or last event if later), epoch
+    /// ns as a decimal string (exact).
+    #[serde(with = "crate::epoch_ns")]
+    #[schemars(with = "crate::epoch_ns::EpochNsText")]
     pub end_ns: i64,
 }
 
@@ -142,6 +148,18 @@ mod tests {
         assert!(parse_duration_ns("abc").is_err());
         assert!(parse_duration_ns("5 parsecs").is_err());
         assert!(parse_duration_ns("-3s").is_err());
+    }
+
+    #[test]
+    fn a_huge_bad_duration_is_quoted_in_part() {
+        let huge = "y".repeat(900_000);
+        let message = parse_duration_ns(&huge)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(message.len() < 300, "{} bytes", message.len());
+        assert!(message.contains("…\" (900,000 bytes)"), "{message}");
+        assert!(message.contains("use a number with a unit"), "{message}");
     }
 
     #[test]

@@ -120,6 +120,68 @@ async def still_up(c: Client, name: str) -> None:
     C.ok(f"{name}: server still answers", not r.is_error and r.structured_content["rows"] == [[1]], text_of(r)[:200])
 
 
+HUGE = 900_000
+
+
+async def huge_values_quoted_in_part(c: Client, label: str) -> None:
+    """A 900 KB argument is refused with an error quoting ~80 characters of it
+    and its length (or not at all), whichever check refuses it (schema,
+    duration parser, database library, prompt lookup)."""
+    huge = "7" * HUGE
+    for tool, args in [
+        ("get_trace_stats", {"pid": huge}),
+        ("get_trace_stats", {"since": huge}),
+        ("get_timeline", {"bucket": huge}),
+        ("open_database", {"path": huge}),
+        ("get_events", {"db": huge}),
+    ]:
+        arg = next(iter(args))
+        r = await c.call_tool(tool, args)
+        msg = text_of(r)
+        C.ok(f"{label}: {tool} {arg} of {HUGE:,} bytes quoted in part",
+             r.is_error is True and len(msg) < 600 and "7" * 81 not in msg and ("7" * 80 not in msg or f"({HUGE:,} bytes)" in msg),
+             f"is_error={r.is_error} {len(msg)} bytes: {msg[:300]!r}")
+    try:
+        await c.get_prompt(huge, {})
+        C.ok(f"{label}: prompt name of {HUGE:,} bytes refused", False, "no error")
+    except MCPError as e:
+        msg = e.error.message
+        # Over stateless HTTP the name also travels in the Mcp-Name header,
+        # which the HTTP layer may refuse first, quoting nothing.
+        C.ok(f"{label}: prompt name of {HUGE:,} bytes quoted in part",
+             len(msg) < 600 and "7" * 81 not in msg and ("7" * 80 not in msg or f"({HUGE:,} bytes)" in msg),
+             f"{len(msg)} bytes: {msg[:300]!r}")
+
+
+async def exact_instants(c: Client, label: str, seed: Path) -> None:
+    """Epoch-ns instants (beyond 2^53, where a double-based JSON reader drops
+    digits) arrive as exact decimal strings, with integer offsets beside them."""
+    r = await c.call_tool("get_events", {"db": seed.name, "limit": 5, "op": "cudaLaunchKernel"})
+    rows = (r.structured_content or {}).get("rows", [])
+    C.ok(f"{label}: get_events rows", not r.is_error and len(rows) > 0, text_of(r)[:200])
+    window = (r.structured_content or {}).get("window", {})
+    C.ok(f"{label}: window instants are strings, offsets integers",
+         isinstance(window.get("start_ns"), str) and isinstance(window.get("end_ns"), str)
+         and isinstance(window.get("start_offset_ns"), int) and isinstance(window.get("end_offset_ns"), int)
+         and int(window["end_ns"]) - int(window["start_ns"]) == window["end_offset_ns"] - window["start_offset_ns"], window)
+    for row in rows[:2]:
+        ts = row.get("ts_ns")
+        C.ok(f"{label}: ts_ns is an exact string beyond 2^53", isinstance(ts, str) and int(ts) > 2**53 and isinstance(row.get("offset_ns"), int), row)
+        if not isinstance(ts, str):
+            continue
+        # The string is the stored value to the last digit: SQL finds it.
+        q = await c.call_tool("run_sql", {"db": seed.name, "sql": f"SELECT COUNT(*) AS n FROM cuda_calls WHERE ts_ns = {ts}"})
+        C.ok(f"{label}: ts_ns {ts} found by run_sql", not q.is_error and q.structured_content["rows"][0][0] >= 1, text_of(q)[:200])
+    r = await c.call_tool("run_sql", {"db": seed.name, "sql": "SELECT MAX(ts_ns) AS t, 9007199254740991 AS safe, 9007199254740992 AS unsafe, 1.5 AS real FROM cuda_calls"})
+    row = (r.structured_content or {}).get("rows", [[None, None, None, None]])[0]
+    C.ok(f"{label}: run_sql integers beyond 2^53 are strings, others numbers",
+         not r.is_error and isinstance(row[0], str) and int(row[0]) > 2**53 and row[1] == 9007199254740991 and row[2] == "9007199254740992" and row[3] == 1.5, row)
+    # What a JavaScript client would read from the JSON text: still exact.
+    text = json.dumps(r.structured_content)
+    as_js = json.loads(text, parse_int=float)
+    C.ok(f"{label}: run_sql cell survives a double-based parser", not r.is_error and as_js["rows"][0][0] == row[0], as_js.get("rows"))
+
+
 async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | None, stateful: bool) -> None:
     """Everything a client session can check, on one transport/mode."""
     # Identity and catalogue.
@@ -223,11 +285,15 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
     await expect_protocol_error(c, f"{label}: unknown tool", lambda: c.call_tool("no_such_tool", {}), (-32602, -32601))
     # Arguments that do not match the input schema are tool execution errors
     # (spec 2025-11-25 onwards), so the model can correct itself.
-    await expect_tool_error(c, f"{label}: pid of wrong type", "get_trace_stats", {"pid": "abc"}, r"invalid type")
-    await expect_tool_error(c, f"{label}: sql missing", "run_sql", {}, r"missing field `sql`")
-    await expect_tool_error(c, f"{label}: limit of wrong type", "get_events", {"limit": "many"}, r"invalid type")
+    # They are checked against the advertised inputSchema before the tool
+    # runs; the message names the argument and the constraint.
+    await expect_tool_error(c, f"{label}: pid of wrong type", "get_trace_stats", {"pid": "abc"}, r'pid: "abc" is not of type "integer"')
+    await expect_tool_error(c, f"{label}: sql missing", "run_sql", {}, r"sql: required argument missing")
+    await expect_tool_error(c, f"{label}: limit of wrong type", "get_events", {"limit": "many"}, r'limit: "many" is not of type "integer"')
     await expect_tool_error(c, f"{label}: bad duration", "get_trace_stats", {"since": "yesterday"}, r"bad duration")
-    await expect_tool_error(c, f"{label}: limit out of range", "get_events", {"limit": 100000}, r"limit")
+    await expect_tool_error(c, f"{label}: limit out of range", "get_events", {"limit": 100000}, r"limit: 100000 is greater than the maximum of 1000")
+    await expect_tool_error(c, f"{label}: max_rows below its minimum", "run_sql", {"sql": "SELECT 1", "max_rows": 0}, r"max_rows: 0 is less than the minimum of 1")
+    await huge_values_quoted_in_part(c, label)
     for sql, why in [
         ("DELETE FROM cuda_calls", r"not allowed|cannot modify"),
         ("COMMIT; DELETE FROM cuda_calls", r"not allowed|one statement"),
@@ -243,6 +309,7 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
     r = await c.call_tool("run_sql", {"sql": "SELECT * FROM host_events", "max_rows": 3})
     C.ok(f"{label}: run_sql row cap", not r.is_error and r.structured_content["row_count"] <= 3, text_of(r)[:200])
     await still_up(c, label)
+    await exact_instants(c, label, seed)
 
     # Progress notifications on a long tool.
     seen: list[float] = []

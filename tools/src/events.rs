@@ -30,8 +30,13 @@ pub struct EventQuery {
 /// One listed event.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EventRow {
-    /// Event time, epoch ns.
+    /// Event time, epoch ns, as a decimal string (exact; pass it to run_sql as
+    /// a number).
+    #[serde(with = "ingero_store::epoch_ns")]
+    #[schemars(with = "ingero_store::epoch_ns::EpochNsText")]
     pub ts_ns: i64,
+    /// Event time, ns after the capture began.
+    pub offset_ns: i64,
     /// Seconds after the capture began.
     pub offset_s: f64,
     /// Process id.
@@ -174,6 +179,7 @@ pub fn query_events(db: &TraceDb, query: &EventQuery) -> Result<EventPage> {
                 };
                 Ok(EventRow {
                     ts_ns: ts,
+                    offset_ns: ts - start,
                     offset_s: (ts - start) as f64 / 1e9,
                     pid: r.get(1)?,
                     tid: r.get(2)?,
@@ -190,13 +196,7 @@ pub fn query_events(db: &TraceDb, query: &EventQuery) -> Result<EventPage> {
         .map_err(q)?;
     let next = query.offset + rows.len() as u64;
     Ok(EventPage {
-        window: WindowInfo {
-            start_ns: w.lo_ns,
-            end_ns: w.hi_ns,
-            start_offset_s: (w.lo_ns - start) as f64 / 1e9,
-            duration_s: w.duration_ns() as f64 / 1e9,
-            whole_capture: w.lo_ns <= start && w.hi_ns >= db.span().end_ns,
-        },
+        window: WindowInfo::between(w, start, w.lo_ns <= start && w.hi_ns >= db.span().end_ns),
         total,
         rows,
         next_offset: ((next as i64) < total).then_some(next),

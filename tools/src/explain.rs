@@ -24,10 +24,16 @@ pub struct CaptureSummary {
     pub gpu_model: Option<String>,
     /// CPU count of the host, when recorded.
     pub cpu_cores: Option<i64>,
-    /// Capture start, epoch ns.
+    /// Capture start, epoch ns, as a decimal string (exact).
+    #[serde(with = "ingero_store::epoch_ns")]
+    #[schemars(with = "ingero_store::epoch_ns::EpochNsText")]
     pub start_ns: i64,
-    /// Capture end, epoch ns.
+    /// Capture end, epoch ns, as a decimal string (exact).
+    #[serde(with = "ingero_store::epoch_ns")]
+    #[schemars(with = "ingero_store::epoch_ns::EpochNsText")]
     pub end_ns: i64,
+    /// Capture length, ns (the end's offset from the start).
+    pub duration_ns: i64,
     /// Capture length in seconds.
     pub duration_s: f64,
     /// Raw CUDA call rows in the file.
@@ -86,6 +92,7 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
         cpu_cores: (ds.cpu_cores > 0).then_some(ds.cpu_cores),
         start_ns: span.start_ns,
         end_ns: span.end_ns,
+        duration_ns: span.duration_ns(),
         duration_s: span.duration_ns() as f64 / 1e9,
         raw_cuda_rows,
         raw_host_rows,

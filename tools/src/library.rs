@@ -4,6 +4,7 @@
 //! allowed folder and canonicalised (symlinks and `..` resolved) before it is
 //! compared with the folder, so nothing outside it can be listed or opened.
 
+use ingero_store::clip::{clip, clip_quoted};
 use serde::Serialize;
 use std::path::{Component, Path, PathBuf};
 use std::time::UNIX_EPOCH;
@@ -24,18 +25,24 @@ pub enum LibraryError {
         /// Why.
         detail: String,
     },
-    /// The path resolves outside the allowed folder.
-    #[error("{}: outside the allowed folder {}", .0.display(), .1.display())]
+    /// The path resolves outside the allowed folder. Messages quote a
+    /// client's long path only in part.
+    #[error("{}: outside the allowed folder {}", given(.0), .1.display())]
     Outside(PathBuf, PathBuf),
     /// Nothing at that path.
-    #[error("{}: no such database in the allowed folder (list them with list_databases)", .0.display())]
+    #[error("{}: no such database in the allowed folder (list them with list_databases)", given(.0))]
     NotFound(PathBuf),
     /// The path is a folder or a special file.
-    #[error("{}: not a regular file", .0.display())]
+    #[error("{}: not a regular file", given(.0))]
     NotAFile(PathBuf),
     /// The path is empty or contains a NUL byte.
-    #[error("bad path {0:?}")]
+    #[error("bad path {}", clip_quoted(.0))]
     BadPath(String),
+}
+
+/// A client-supplied path for a message: shortened when long.
+fn given(path: &Path) -> String {
+    clip(&path.to_string_lossy()).into_owned()
 }
 
 impl LibraryError {
@@ -250,5 +257,17 @@ mod tests {
         ));
         assert!(matches!(lib.resolve("sub"), Err(LibraryError::NotAFile(_))));
         assert!(matches!(lib.resolve(""), Err(LibraryError::BadPath(_))));
+    }
+
+    #[test]
+    fn a_huge_path_is_quoted_in_part() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lib = Library::new(dir.path()).expect("lib");
+        let huge = "d".repeat(900_000);
+        for requested in [huge.clone(), format!("../{huge}"), format!("{huge}\0")] {
+            let message = lib.resolve(&requested).expect_err("refused").to_string();
+            assert!(message.len() < 400, "{} bytes", message.len());
+            assert!(message.contains("bytes)"), "{message}");
+        }
     }
 }

@@ -4,7 +4,7 @@ use crate::dataset::{Call, Dataset};
 use crate::error::Result;
 use crate::percentile::p50_p95_p99;
 use crate::scope::Scope;
-use ingero_store::{AggSource, CudaApi, HostKind, OpClass, TraceDb};
+use ingero_store::{AggSource, CudaApi, HostKind, OpClass, ResolvedWindow, TraceDb};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -61,12 +61,22 @@ pub struct HostStats {
 }
 
 /// The window an answer covers, in absolute and capture-relative terms.
+/// Absolute instants are decimal strings (epoch ns exceed what a JSON
+/// double holds exactly); offsets from the capture start are exact integers.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WindowInfo {
-    /// Window start, epoch ns.
+    /// Window start, epoch ns, as a decimal string (exact).
+    #[serde(with = "ingero_store::epoch_ns")]
+    #[schemars(with = "ingero_store::epoch_ns::EpochNsText")]
     pub start_ns: i64,
-    /// Window end, epoch ns.
+    /// Window end, epoch ns, as a decimal string (exact).
+    #[serde(with = "ingero_store::epoch_ns")]
+    #[schemars(with = "ingero_store::epoch_ns::EpochNsText")]
     pub end_ns: i64,
+    /// Window start, ns after the capture began.
+    pub start_offset_ns: i64,
+    /// Window end, ns after the capture began.
+    pub end_offset_ns: i64,
     /// Window start in seconds after the capture began.
     pub start_offset_s: f64,
     /// Window length in seconds.
@@ -79,11 +89,26 @@ impl WindowInfo {
     /// Describes the dataset's window.
     pub fn of(ds: &Dataset) -> WindowInfo {
         WindowInfo {
-            start_ns: ds.window.lo_ns,
-            end_ns: ds.window.hi_ns,
-            start_offset_s: (ds.window.lo_ns - ds.span.start_ns) as f64 / 1e9,
             duration_s: ds.window_secs(),
-            whole_capture: ds.whole_capture,
+            ..WindowInfo::between(ds.window, ds.span.start_ns, ds.whole_capture)
+        }
+    }
+
+    /// Describes `window` of a capture that began at `capture_start_ns`.
+    pub fn between(
+        window: ResolvedWindow,
+        capture_start_ns: i64,
+        whole_capture: bool,
+    ) -> WindowInfo {
+        let start_offset_ns = window.lo_ns - capture_start_ns;
+        WindowInfo {
+            start_ns: window.lo_ns,
+            end_ns: window.hi_ns,
+            start_offset_ns,
+            end_offset_ns: window.hi_ns - capture_start_ns,
+            start_offset_s: start_offset_ns as f64 / 1e9,
+            duration_s: window.duration_ns() as f64 / 1e9,
+            whole_capture,
         }
     }
 }

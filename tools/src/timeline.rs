@@ -10,8 +10,12 @@ use serde::Serialize;
 /// One time bucket.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TimelineBucket {
-    /// Bucket start, epoch ns.
+    /// Bucket start, epoch ns, as a decimal string (exact).
+    #[serde(with = "ingero_store::epoch_ns")]
+    #[schemars(with = "ingero_store::epoch_ns::EpochNsText")]
     pub start_ns: i64,
+    /// Bucket start, ns after the capture began.
+    pub offset_ns: i64,
     /// Bucket start in seconds after the capture began.
     pub offset_s: f64,
     /// CUDA calls.
@@ -100,6 +104,7 @@ pub fn timeline_of(ds: &Dataset, bucket_ns: Option<i64>) -> Result<Timeline> {
             let start = origin + i as i64 * width;
             TimelineBucket {
                 start_ns: start,
+                offset_ns: start - ds.span.start_ns,
                 offset_s: (start - ds.span.start_ns) as f64 / 1e9,
                 ..Default::default()
             }

@@ -5,17 +5,24 @@
 //! requests (arguments, progress, cancellation, errors) and transports.
 
 mod analysis;
+mod arguments;
 pub mod bundled;
 mod cache;
 pub mod capture;
 mod capture_tools;
 mod databases;
 mod db;
+mod error_text;
 pub mod http;
 pub mod prompts;
+mod schema;
+#[cfg(test)]
+mod schema_lint;
 pub mod server;
 mod sql;
+mod sql_cells;
 pub mod stdio;
+mod tool_calls;
 
 use ingero_tools::library::Library;
 use ingero_tools::sql::SqlLimits;

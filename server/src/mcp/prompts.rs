@@ -163,7 +163,8 @@ impl Prompts {
         let doc = self.docs.iter().find(|d| d.name == name).ok_or_else(|| {
             ErrorData::invalid_params(
                 format!(
-                    "unknown prompt {name:?}; available: {}",
+                    "unknown prompt {}; available: {}",
+                    ingero_store::clip::clip_quoted(name),
                     self.docs
                         .iter()
                         .map(|d| d.name.as_str())
@@ -279,5 +280,14 @@ mod tests {
             &[("x", "{{y}}".into()), ("y", "2".into())],
         );
         assert_eq!(filled, "a {{y}} b 2 {{z}} {{");
+    }
+
+    #[test]
+    fn a_huge_unknown_prompt_name_is_quoted_in_part() {
+        let p = Prompts::load().expect("load");
+        let name = "p".repeat(900_000);
+        let e = p.get(&name, None).expect_err("unknown");
+        assert!(e.message.len() < 300, "{} bytes", e.message.len());
+        assert!(e.message.contains("(900,000 bytes)"), "{}", e.message);
     }
 }

@@ -31,6 +31,8 @@ cause -> GPU effect, with evidence and a fix). Then get_trace_stats (which CUDA 
 p50/p99), get_per_process_breakdown (who waits, who works) and get_timeline (when). \
 Confirm details with get_events or run_sql (read-only SELECT on sessions, processes, cuda_ops, \
 cuda_calls, host_events, system_snapshots, aggregates, capture_losses; times are epoch ns). \
+Epoch-ns instants are decimal strings in every result (exact; a JSON double would drop digits), \
+with integer offsets from the capture start beside them (offset_ns, start_offset_ns). \
 Windows: `since`/`until` are durations before the capture end (\"30s\", \"5m\"). \
 Cite the numbers the tools return. The `investigate` prompt walks through a full investigation.";
 
@@ -46,6 +48,8 @@ pub struct Shared {
     pub prompts: Prompts,
     /// All tools, built once.
     pub router: ToolRouter<IngeroMcp>,
+    /// Their input schemas, compiled once, checked on every call.
+    pub arguments: super::arguments::ArgumentCheck,
     /// Results of analysis tools, reused while the file is unchanged.
     pub cache: ResultCache,
 }
@@ -63,16 +67,15 @@ impl IngeroMcp {
     pub fn shared(config: Config) -> anyhow::Result<Arc<Shared>> {
         let capture = Capture::new(config.allow_capture, config.library.root().to_path_buf());
         let prompts = Prompts::load()?;
-        let router = Self::analysis_router()
-            + Self::sql_router()
-            + Self::databases_router()
-            + Self::capture_router();
+        let router = Self::tool_router();
+        let arguments = super::tool_calls::argument_check(&router)?;
         Ok(Arc::new(Shared {
             config,
             pools: Pools::default(),
             capture,
             prompts,
             router,
+            arguments,
             cache: ResultCache::default(),
         }))
     }
@@ -250,6 +253,14 @@ impl ServerHandler for IngeroMcp {
                 .with_title("ingero: why is my GPU starving?"),
         )
         .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        self.call_checked(request, context).await
     }
 
     async fn list_prompts(

@@ -1,8 +1,8 @@
 //! The `run_sql` tool: read-only SQL through the guard in `ingero_tools::sql`.
 
 use super::server::{failure, structured, IngeroMcp};
+use super::sql_cells;
 use ingero_tools::sql::{run_sql, SqlLimits, SqlResult, Truncation};
-use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::service::RequestContext;
@@ -16,7 +16,7 @@ const TEXT_ROWS: usize = 50;
 /// Arguments of `run_sql`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SqlArgs {
-    /// One SELECT statement over sessions, processes, cuda_ops, cuda_calls, host_events, system_snapshots, aggregates, capture_losses (read sqlite_master for columns). Times are epoch ns, durations dur_ns.
+    /// One SELECT statement over sessions, processes, cuda_ops, cuda_calls, host_events, system_snapshots, aggregates, capture_losses (read sqlite_master for columns). Times are epoch ns, durations dur_ns. Integers beyond ±(2^53 - 1), such as epoch-ns times, come back as decimal strings so no digit is lost; compare them as numbers in SQL (ts_ns = 1764953063412657601).
     pub sql: String,
     /// Most rows to return (default and upper bound set by the server, 1000).
     #[schemars(range(min = 1))]
@@ -58,11 +58,11 @@ fn render(r: &SqlResult) -> String {
 
 #[tool_router(router = sql_router, vis = "pub(crate)")]
 impl IngeroMcp {
-    /// Runs one read-only SELECT on the trace database and returns columns and rows. Writes, ATTACH, PRAGMA and extensions are refused; long queries are stopped; results are capped.
+    /// Runs one read-only SELECT on the trace database and returns columns and rows. Writes, ATTACH, PRAGMA and extensions are refused; long queries are stopped; results are capped. Integers beyond ±(2^53 - 1) (epoch-ns times) are returned as decimal strings, exact; smaller integers and reals are numbers.
     #[tool(
         name = "run_sql",
         annotations(title = "Read-only SQL", read_only_hint = true, open_world_hint = false),
-        output_schema = schema_for_output::<SqlResult>()
+        output_schema = sql_cells::output_schema()
     )]
     pub(crate) async fn run_sql(
         &self,
@@ -89,7 +89,10 @@ impl IngeroMcp {
         match out {
             Err(r) => Ok(r),
             Ok(Err(e)) => Ok(failure(e.to_string())),
-            Ok(Ok(result)) => structured(&result, render(&result)),
+            Ok(Ok(mut result)) => {
+                sql_cells::make_exact(&mut result);
+                structured(&result, render(&result))
+            }
         }
     }
 }

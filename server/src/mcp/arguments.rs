@@ -1,0 +1,291 @@
+//! Tool arguments checked against the tool's advertised input schema before
+//! the tool runs, so a value the schema forbids (`run_sql` with
+//! `max_rows: 0`, a `pid` of the wrong type) is refused with the argument
+//! and the constraint named, the same way for every tool.
+//!
+//! Refusals are tool execution errors (`isError: true`), not JSON-RPC
+//! errors: since MCP 2025-11-25 (SEP-1303) input validation failures are
+//! reported that way, so the model reads the message and corrects itself.
+
+use rmcp::model::{JsonObject, Tool};
+use serde_json::Value;
+use std::collections::HashMap;
+
+use ingero_store::clip::{clip, clip_quoted};
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::ValidationError;
+
+/// Most problems one refusal lists.
+const MAX_PROBLEMS: usize = 5;
+
+/// Compiled input schemas of every tool, by tool name.
+pub struct ArgumentCheck {
+    validators: HashMap<String, jsonschema::Validator>,
+}
+
+impl ArgumentCheck {
+    /// Compiles the input schema of each of `tools`; a schema that does not
+    /// compile is a bug in this server, reported with the tool's name.
+    pub fn new<'a>(tools: impl IntoIterator<Item = &'a Tool>) -> anyhow::Result<ArgumentCheck> {
+        let mut validators = HashMap::new();
+        for tool in tools {
+            let schema = Value::Object(tool.input_schema.as_ref().clone());
+            let validator = jsonschema::validator_for(&schema).map_err(|e| {
+                anyhow::anyhow!("input schema of tool {} does not compile: {e}", tool.name)
+            })?;
+            validators.insert(tool.name.to_string(), validator);
+        }
+        Ok(ArgumentCheck { validators })
+    }
+
+    /// `Ok` when `arguments` (absent counts as `{}`) satisfy the input schema
+    /// of `tool`, or when no such tool exists (the router answers that);
+    /// otherwise the message to return, naming each argument at fault.
+    pub fn check(&self, tool: &str, arguments: Option<&JsonObject>) -> Result<(), String> {
+        let Some(validator) = self.validators.get(tool) else {
+            return Ok(());
+        };
+        let instance = Value::Object(arguments.cloned().unwrap_or_default());
+        let mut problems: Vec<String> = Vec::new();
+        let mut more = 0usize;
+        for error in validator.iter_errors(&instance) {
+            if problems.len() < MAX_PROBLEMS {
+                problems.push(describe(&error));
+            } else {
+                more += 1;
+            }
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let mut message = format!("invalid arguments for {tool}: {}", problems.join("; "));
+        if more > 0 {
+            message.push_str(&format!("; and {more} more"));
+        }
+        Err(message)
+    }
+}
+
+/// One problem, as `argument: what is wrong`.
+fn describe(error: &ValidationError<'_>) -> String {
+    let at = argument_name(error);
+    match error.kind() {
+        ValidationErrorKind::Required { property } => {
+            let name = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_string);
+            let name = join(&at, &name);
+            format!("{name}: required argument missing")
+        }
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            match closest_branch(error, context) {
+                Some(inner) => describe(inner),
+                None => format!(
+                    "{}: {} is not of type {}",
+                    label(&at),
+                    value_text(error.instance()),
+                    expected_types(context)
+                ),
+            }
+        }
+        _ => format!(
+            "{}: {}",
+            label(&at),
+            error.masked_with(value_text(error.instance()))
+        ),
+    }
+}
+
+/// The branch of a failed `anyOf` that got furthest: the first whose
+/// failure is not just a different type at the same place (for
+/// `max_rows: 0` against `integer >= 1 | null`, the `minimum`).
+fn closest_branch<'e>(
+    error: &ValidationError<'_>,
+    context: &'e [Vec<ValidationError<'static>>],
+) -> Option<&'e ValidationError<'static>> {
+    let here = error.instance_path().as_str();
+    context.iter().find_map(|branch| {
+        let type_miss = branch.iter().any(|e| {
+            matches!(e.kind(), ValidationErrorKind::Type { .. })
+                && e.instance_path().as_str() == here
+        });
+        if type_miss {
+            None
+        } else {
+            branch.first()
+        }
+    })
+}
+
+/// The types the branches of a failed `anyOf` expected: `"integer" or "null"`.
+fn expected_types(context: &[Vec<ValidationError<'static>>]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for e in context.iter().flatten() {
+        if let ValidationErrorKind::Type { kind } = e.kind() {
+            let found: Vec<&str> = match kind {
+                TypeKind::Single(t) => vec![t.as_str()],
+                TypeKind::Multiple(set) => set.iter().map(|t| t.as_str()).collect(),
+            };
+            for t in found {
+                let quoted = format!("{t:?}");
+                if !names.contains(&quoted) {
+                    names.push(quoted);
+                }
+            }
+        }
+    }
+    if names.is_empty() {
+        "any of the allowed shapes".to_string()
+    } else {
+        names.join(" or ")
+    }
+}
+
+/// Where in the arguments the error is: `max_rows`, `pids[1]`; empty for
+/// the arguments object itself.
+fn argument_name(error: &ValidationError<'_>) -> String {
+    let mut out = String::new();
+    for segment in error.instance_path().segments() {
+        match segment {
+            jsonschema::paths::LocationSegment::Index(i) => out.push_str(&format!("[{i}]")),
+            jsonschema::paths::LocationSegment::Property(name) => {
+                let name = clip(&name).into_owned();
+                out = join(&out, &name);
+            }
+        }
+    }
+    out
+}
+
+/// `parent.name`, or `name` at the top.
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        clip(name).into_owned()
+    } else {
+        format!("{parent}.{}", clip(name))
+    }
+}
+
+/// The argument's name, or `arguments` for the object as a whole.
+fn label(at: &str) -> &str {
+    if at.is_empty() {
+        "arguments"
+    } else {
+        at
+    }
+}
+
+/// A value for a message: strings quoted, anything shortened to a prefix.
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => clip_quoted(s),
+        other => clip(&other.to_string()).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::server::IngeroMcp;
+    use serde_json::json;
+
+    fn check(tool: &str, args: Value) -> Result<(), String> {
+        let router = IngeroMcp::tool_router();
+        let check = ArgumentCheck::new(router.map.values().map(|r| &r.attr));
+        let Ok(check) = check else {
+            panic!("every input schema compiles");
+        };
+        check.check(tool, args.as_object())
+    }
+
+    #[test]
+    fn good_arguments_and_unknown_tools_pass() {
+        assert_eq!(
+            check("run_sql", json!({ "sql": "SELECT 1", "max_rows": 5 })),
+            Ok(())
+        );
+        assert_eq!(
+            check("get_events", json!({ "limit": 1000, "pid": null })),
+            Ok(())
+        );
+        assert_eq!(check("get_trace_status", json!({})), Ok(()));
+        assert_eq!(check("no_such_tool", json!({ "x": 1 })), Ok(()));
+    }
+
+    #[test]
+    fn a_value_below_the_minimum_names_argument_and_bound() {
+        let e = check("run_sql", json!({ "sql": "SELECT 1", "max_rows": 0 })).err();
+        assert_eq!(
+            e.as_deref(),
+            Some("invalid arguments for run_sql: max_rows: 0 is less than the minimum of 1")
+        );
+        let e = check("get_events", json!({ "limit": 100_000 }))
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("limit: 100000 is greater than the maximum of 1000"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_and_missing_arguments_are_named() {
+        let e = check("get_trace_stats", json!({ "pid": "abc" }))
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            r#"invalid arguments for get_trace_stats: pid: "abc" is not of type "integer" or "null""#
+        );
+        let e = check("run_sql", json!({})).err().unwrap_or_default();
+        assert_eq!(
+            e,
+            "invalid arguments for run_sql: sql: required argument missing"
+        );
+        let e = check("start_trace", json!({ "pids": [1, "x"] }))
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains(r#"pids[1]: "x" is not of type "integer""#),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_pid_beyond_32_bits_is_refused_before_deserialising() {
+        let e = check("get_events", json!({ "pid": 1_u64 << 40 }))
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("pid: 1099511627776 is greater than the maximum of 2147483647"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_huge_value_is_quoted_in_part() {
+        let huge = "7".repeat(900_000);
+        let e = check("get_trace_stats", json!({ "pid": huge, "since": 5 }))
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.len() < 400,
+            "{} bytes: {}",
+            e.len(),
+            &e[..400.min(e.len())]
+        );
+        assert!(
+            e.contains(&format!("pid: \"{}…\" (900,000 bytes)", "7".repeat(80))),
+            "{e}"
+        );
+        assert!(
+            e.contains("since: 5 is not of type \"string\" or \"null\""),
+            "{e}"
+        );
+        let e = check("run_sql", json!({ "sql": 1, "max_rows": [huge] }))
+            .err()
+            .unwrap_or_default();
+        assert!(e.len() < 400, "{} bytes", e.len());
+        assert!(e.contains("(900,004 bytes)"), "{e}");
+    }
+}

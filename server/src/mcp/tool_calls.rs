@@ -1,0 +1,80 @@
+//! The tool catalogue as clients see it, and the edge every `tools/call`
+//! passes: arguments checked against the advertised input schema first,
+//! error texts shortened last.
+
+use super::arguments::ArgumentCheck;
+use super::error_text::{shorten, shorten_error_result};
+use super::schema::{portable, Side};
+use super::server::{failure, IngeroMcp};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{CallToolRequestParams, CallToolResponse, JsonObject, Tool};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+impl IngeroMcp {
+    /// Every tool, with input and output schemas in their portable form.
+    pub(crate) fn tool_router() -> ToolRouter<IngeroMcp> {
+        let mut router = Self::analysis_router()
+            + Self::sql_router()
+            + Self::databases_router()
+            + Self::capture_router();
+        for route in router.map.values_mut() {
+            make_portable(&mut route.attr);
+        }
+        router
+    }
+
+    /// Answers `tools/call`: refuses arguments the tool's input schema does
+    /// not allow, runs the tool, and shortens any value quoted in an error.
+    pub(crate) async fn call_checked(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let checked = self
+            .shared
+            .arguments
+            .check(&request.name, request.arguments.as_ref());
+        if let Err(message) = checked {
+            return Ok(failure(message).into());
+        }
+        let call = ToolCallContext::new(self, request, context);
+        match self.shared.router.call(call).await {
+            Ok(CallToolResponse::Complete(result)) => Ok(shorten_error_result(result).into()),
+            Ok(other) => Ok(other),
+            Err(mut error) => {
+                if let Cow::Owned(short) = shorten(&error.message) {
+                    error.message = short.into();
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+/// The argument check for the tools of `router`.
+pub(crate) fn argument_check(router: &ToolRouter<IngeroMcp>) -> anyhow::Result<ArgumentCheck> {
+    ArgumentCheck::new(router.map.values().map(|route| &route.attr))
+}
+
+/// Rewrites `tool`'s schemas with [`portable`].
+fn make_portable(tool: &mut Tool) {
+    tool.input_schema = rewritten(&tool.input_schema, Side::Input);
+    if let Some(output) = &tool.output_schema {
+        tool.output_schema = Some(rewritten(output, Side::Output));
+    }
+}
+
+/// A portable copy of `schema`.
+fn rewritten(schema: &Arc<JsonObject>, side: Side) -> Arc<JsonObject> {
+    let mut value = Value::Object(schema.as_ref().clone());
+    portable(&mut value, side);
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::clone(schema),
+    }
+}
