@@ -8,6 +8,8 @@ use crate::discovery;
 use crate::error::CaptureError;
 use crate::launch::{spawn_held, HeldChild};
 use crate::loader::{LoadOptions, Probes};
+use crate::nvml::sampler::{self as gpu_sampler, SamplerConfig, SamplerLinks};
+use crate::nvml::{GpuSamplerStatus, TracedPids};
 use crate::poller::{self, PollerConfig};
 use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats, LossBreakdown};
 use crate::{preflight, procs, sysinfo, writer};
@@ -86,6 +88,7 @@ pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
         error: shared.error.lock().ok().and_then(|e| e.clone()),
         warnings,
         warnings_omitted,
+        gpu: shared.gpu.lock().map(|g| g.clone()).unwrap_or_default(),
     }
 }
 
@@ -223,6 +226,12 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         }
     };
 
+    let traced = Arc::new(if trace_all {
+        TracedPids::everything()
+    } else {
+        TracedPids::tree(scan.iter().copied().chain(child.as_ref().map(|c| c.pid())))
+    });
+    let gpu_status = Arc::new(Mutex::new(GpuSamplerStatus::default()));
     let stats = Arc::new(Mutex::new(LiveStats::default()));
     let written = Arc::new(AtomicU64::new(0));
     let shared = Arc::new(Shared {
@@ -241,6 +250,8 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         error: Mutex::new(None),
         stop: AtomicBool::new(false),
         warnings,
+        gpu: gpu_status.clone(),
+        traced: traced.clone(),
     });
     let (wtx, wrx) = sync_channel(WRITER_QUEUE);
     let (ntx, nrx) = sync_channel(NOTICE_QUEUE);
@@ -267,6 +278,24 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         poller_stop.clone(),
     )
     .map_err(io)?;
+    let gpu_sampler = if config.nvml {
+        let links = SamplerLinks {
+            clock,
+            started_ns,
+            writer: wtx.clone(),
+            warnings: shared.warnings.clone(),
+            pids: traced,
+            status: gpu_status,
+        };
+        let cfg = SamplerConfig {
+            library: config.nvml_library.clone(),
+            status_interval: config.gpu_status_interval,
+            buffer_interval: config.gpu_buffer_interval,
+        };
+        Some(gpu_sampler::spawn(cfg, links).map_err(io)?)
+    } else {
+        None
+    };
     let root = match (&child, &config.target) {
         (Some(c), _) => Some(c.pid()),
         (None, Target::Pid(p)) => Some(*p),
@@ -284,6 +313,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         notices: nrx,
         poller: Some(poller),
         poller_stop,
+        gpu_sampler,
         shared: shared.clone(),
         child,
         root,

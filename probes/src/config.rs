@@ -40,6 +40,18 @@ pub struct CaptureConfig {
     /// (fast attach and detach); `false` forces one link per function, the
     /// path older kernels take on their own.
     pub multi_uprobes: bool,
+    /// Sample the GPUs through NVML during the capture when the library
+    /// loads (when it does not, one warning and the capture goes on).
+    pub nvml: bool,
+    /// NVML library file to load instead of searching the loader path and
+    /// `/usr/local/nvidia/lib64`; `new` takes it from `INGERO_NVML_LIB`.
+    pub nvml_library: Option<PathBuf>,
+    /// How often each GPU's state is polled (memory used, PCIe throughput,
+    /// SM clock, power, clock-event reasons).
+    pub gpu_status_interval: Duration,
+    /// How often the driver's utilisation sample buffers are read (they
+    /// hold a limited number of samples; every second loses none).
+    pub gpu_buffer_interval: Duration,
 }
 
 impl CaptureConfig {
@@ -56,6 +68,10 @@ impl CaptureConfig {
             poll_interval: Duration::from_millis(20),
             batch_interval: Duration::from_millis(200),
             multi_uprobes: true,
+            nvml: true,
+            nvml_library: crate::nvml::load::library_from_env(),
+            gpu_status_interval: Duration::from_millis(200),
+            gpu_buffer_interval: Duration::from_secs(1),
         }
     }
 }

@@ -6,6 +6,8 @@ use crate::clock::Clock;
 use crate::discovery;
 use crate::launch::HeldChild;
 use crate::loader::{AttachOutcome, LossCounters, Probes};
+use crate::nvml::sampler::GpuSampler;
+use crate::nvml::{GpuSamplerStatus, TracedPids};
 use crate::open_calls::OpenCalls;
 use crate::poller::Notice;
 use crate::procs;
@@ -44,6 +46,10 @@ pub struct Shared {
     pub stop: AtomicBool,
     /// Libraries not probed, fallbacks: shown in the status and summary.
     pub warnings: Arc<Warnings>,
+    /// The GPU sampler's counters and cost.
+    pub gpu: Arc<Mutex<GpuSamplerStatus>>,
+    /// Processes of the capture (whose GPU samples are kept).
+    pub traced: Arc<TracedPids>,
 }
 
 /// Everything the control thread owns.
@@ -64,6 +70,8 @@ pub struct Control {
     pub poller: Option<JoinHandle<()>>,
     /// Tells the poller to drain once more and end.
     pub poller_stop: Arc<AtomicBool>,
+    /// NVML sampler thread, when sampling is on.
+    pub gpu_sampler: Option<GpuSampler>,
     /// Shared with the handle.
     pub shared: Arc<Shared>,
     /// Launched command, if any.
@@ -163,6 +171,7 @@ impl Control {
         match n {
             Notice::Seen { pid, ts_ns } => {
                 known.insert(pid);
+                self.shared.traced.insert(pid);
                 let info = procs::process_info(pid, ts_ns).unwrap_or(ProcessInfo {
                     pid,
                     first_seen_ns: ts_ns,
@@ -178,6 +187,7 @@ impl Control {
                 ts_ns,
             } => {
                 known.insert(child);
+                self.shared.traced.insert(child);
                 self.send(WriterMsg::Process(ProcessInfo {
                     pid: child,
                     ppid: parent,
@@ -327,6 +337,11 @@ impl Control {
     ) -> Result<CaptureSummary, CaptureError> {
         set_state(&self.shared, CaptureState::Stopping);
         let stopped_ns = self.clock.now_epoch();
+        // The GPU sampler drains the driver buffers up to the stop while
+        // the probes detach.
+        if let Some(g) = &self.gpu_sampler {
+            g.request_stop(stopped_ns);
+        }
         // Detach every probe, then let the poller drain what is left.
         if let Some(p) = self.probes.take() {
             p.detach_all();
@@ -353,6 +368,7 @@ impl Control {
             command_exit = command_exit.or_else(|| c.try_wait());
             c.detach();
         }
+        let gpu_ok = self.gpu_sampler.take().is_none_or(GpuSampler::join);
         self.send(WriterMsg::Finish(stopped_ns));
         let report = self
             .writer_thread
@@ -363,6 +379,9 @@ impl Control {
         let mut error = report.error.clone();
         if !poller_ok {
             error.get_or_insert_with(|| "poller thread panicked".into());
+        }
+        if !gpu_ok {
+            error.get_or_insert_with(|| "GPU sampler thread panicked".into());
         }
         if let Some(e) = &error {
             if let Ok(mut slot) = self.shared.error.lock() {

@@ -23,6 +23,7 @@ mod holder;
 pub mod launch;
 pub mod loader;
 mod multi_uprobe;
+pub mod nvml;
 pub mod open_calls;
 mod poller;
 pub mod preflight;
@@ -36,6 +37,7 @@ mod writer;
 pub use capture::{start, CaptureHandle, StopHandle};
 pub use config::{CaptureConfig, Target};
 pub use error::CaptureError;
+pub use nvml::GpuSamplerStatus;
 pub use preflight::{preflight, CheckItem, CheckReport, CheckStatus};
 pub use status::{
     CaptureState, CaptureStatus, CaptureSummary, CaptureWarning, HostStatus, LossBreakdown,

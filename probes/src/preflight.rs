@@ -153,6 +153,35 @@ fn bpffs_mounted() -> bool {
         .unwrap_or(false)
 }
 
+/// Whether NVML loads (GPU activity measured during captures): a warning,
+/// never a failure, when it does not.
+fn nvml_item() -> CheckItem {
+    let explicit = crate::nvml::load::library_from_env();
+    match crate::nvml::load::open(explicit.as_deref()) {
+        Ok(l) => {
+            let gpus = match l.nvml.device_count() {
+                Ok(n) => format!("{n} GPU(s)"),
+                Err(e) => format!("GPU count unknown ({e})"),
+            };
+            item(
+                "nvml",
+                CheckStatus::Ok,
+                format!("{} loads: {gpus}; GPU utilisation is sampled during captures", l.library),
+                None,
+            )
+        }
+        Err(e) => item(
+            "nvml",
+            CheckStatus::Warn,
+            format!("NVML is not available, so GPU activity is only inferred from CUDA call times ({e})"),
+            Some(&format!(
+                "install the NVIDIA driver, or set {} to the path of libnvidia-ml.so.1",
+                crate::nvml::NVML_LIB_ENV
+            )),
+        ),
+    }
+}
+
 /// Runs every check (loading the probes too when permitted), for `ingero check`.
 pub fn preflight() -> CheckReport {
     use CheckStatus::{Fail, Ok as Good, Warn};
@@ -265,6 +294,7 @@ pub fn preflight() -> CheckReport {
             ),
         ),
     });
+    items.push(nvml_item());
     let ready = items.iter().all(|i| i.status != CheckStatus::Fail);
     CheckReport { items, ready }
 }

@@ -107,6 +107,9 @@ pub fn summary(s: &CaptureSummary) -> String {
         let _ = write!(out, "; command exit status {code}");
     }
     out.push('\n');
+    if let Some(line) = gpu_line(&s.status) {
+        let _ = writeln!(out, "{line}");
+    }
     for line in warning_lines(&s.status) {
         let _ = writeln!(out, "warning: {line}");
     }
@@ -114,6 +117,25 @@ pub fn summary(s: &CaptureSummary) -> String {
         let _ = writeln!(out, "error: {e}");
     }
     out
+}
+
+/// What the NVML sampler read and what it cost, when it ran: GPUs, rows,
+/// and the time spent in NVML calls as a share of the capture.
+pub fn gpu_line(s: &CaptureStatus) -> Option<String> {
+    let g = &s.gpu;
+    let lib = g.library.as_ref()?;
+    let span_ns = s.elapsed_ms.max(1) as f64 * 1e6;
+    Some(format!(
+        "gpu: {} GPU(s) sampled through {lib}: {} utilisation samples, {} process samples, \
+         {} state polls; {} NVML calls took {} ({:.2}% of the capture)",
+        g.devices,
+        count(g.util_samples),
+        count(g.process_samples),
+        count(g.status_polls),
+        count(g.nvml_calls),
+        duration(g.nvml_time_ns),
+        g.nvml_time_ns as f64 / span_ns * 100.0
+    ))
 }
 
 /// Every warning of a capture, one sentence each: what it could not do as
@@ -237,7 +259,28 @@ mod tests {
             error: None,
             warnings: Vec::new(),
             warnings_omitted: 0,
+            gpu: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_summary_reports_what_the_gpu_sampler_cost() {
+        let mut s = status();
+        assert_eq!(gpu_line(&s), None);
+        s.gpu.library = Some("/x/libnvidia-ml.so.1".into());
+        s.gpu.devices = 1;
+        s.gpu.util_samples = 14;
+        s.gpu.nvml_calls = 40;
+        s.gpu.nvml_time_ns = 3_000_000;
+        let line = gpu_line(&s).unwrap_or_default();
+        assert!(
+            line.starts_with("gpu: 1 GPU(s) sampled through /x/libnvidia-ml.so.1: 14 utilisation"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("40 NVML calls took 3.00ms (0.20% of the capture)"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! and summary views the CLI and the MCP server show.
 
 use crate::histogram::Histogram;
+use crate::nvml::GpuSamplerStatus;
 use ingero_store::catalog::{cuda_op, HostKind};
 use ingero_store::{CudaCall, HostEvent};
 use serde::Serialize;
@@ -97,6 +98,9 @@ pub struct CaptureStatus {
     /// Further warnings counted but not kept in `warnings` (it holds at most
     /// 64).
     pub warnings_omitted: u64,
+    /// The NVML GPU sampler: library, GPUs, samples read and the time spent
+    /// in NVML calls (its overhead).
+    pub gpu: GpuSamplerStatus,
 }
 
 /// One thing the capture could not do as asked.
@@ -123,6 +127,9 @@ pub enum WarningKind {
     /// The kernel has no multi-uprobe links: every library is probed with one
     /// uprobe link per function (slower to attach and to stop).
     MultiUprobeUnavailable,
+    /// NVML (`libnvidia-ml.so.1`) could not be loaded or initialised: GPU
+    /// activity is not measured, only inferred from the CUDA calls.
+    NvmlUnavailable,
 }
 
 /// Where records went missing, by cause.

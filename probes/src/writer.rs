@@ -3,7 +3,7 @@
 //! event batch is one transaction (a killed capture keeps every earlier batch).
 
 use crate::status::LiveStats;
-use ingero_store::{Event, ProcessInfo, SystemSnapshot, TraceWriter};
+use ingero_store::{Event, GpuDevice, GpuSamples, ProcessInfo, SystemSnapshot, TraceWriter};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
@@ -27,6 +27,11 @@ pub enum WriterMsg {
         /// How many.
         lost: i64,
     },
+    /// The GPUs NVML sees (once, at the start of the capture).
+    GpuDevices(Vec<GpuDevice>),
+    /// One round of GPU samples and polled state, written in one
+    /// transaction (duplicates the driver returned are stored once).
+    GpuSamples(GpuSamples),
     /// Close the session at this epoch ns and stop.
     Finish(i64),
 }
@@ -72,6 +77,8 @@ pub fn spawn(
                     }
                     WriterMsg::Process(p) => writer.upsert_process(&p),
                     WriterMsg::Snapshot(s) => writer.write_snapshot(&s),
+                    WriterMsg::GpuDevices(d) => writer.write_gpu_devices(&d),
+                    WriterMsg::GpuSamples(s) => writer.write_gpu_samples(&s).map(|_| ()),
                     WriterMsg::Loss {
                         ts_ns,
                         source,

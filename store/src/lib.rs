@@ -11,14 +11,17 @@ pub mod clip;
 pub mod epoch_ns;
 pub mod error;
 mod foreign;
+pub mod gpu;
 pub mod model;
 pub mod open;
 pub mod schema;
 pub mod window;
 pub mod writer;
+mod writer_gpu;
 
 pub use catalog::{AggSource, CudaApi, HostKind, OpClass};
 pub use error::{Result, StoreError};
+pub use gpu::{GpuDevice, GpuProcessSample, GpuSamples, GpuStatus, GpuUtilKind, GpuUtilSample};
 pub use model::{CudaCall, Event, HostEvent, ProcessInfo, SessionInfo, SystemSnapshot};
 pub use open::{wal_file, DbFormat, TraceDb};
 pub use window::{parse_duration_ns, CaptureSpan, ResolvedWindow, TimeWindow};

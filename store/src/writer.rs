@@ -30,7 +30,7 @@ pub enum RawPolicy {
 /// Every [`TraceWriter::write_batch`] is one transaction, so a process killed
 /// at any moment leaves a readable file holding all earlier batches.
 pub struct TraceWriter {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: PathBuf,
     session_id: i64,
     policy: RawPolicy,

@@ -1,5 +1,5 @@
 //! `ingero check`: can this machine capture? Kernel, BTF, permissions,
-//! tracefs, bpffs, CUDA libraries and GPU driver, each with a fix.
+//! tracefs, bpffs, CUDA libraries, GPU driver and NVML, each with a fix.
 
 /// Check the machine for capture.
 #[derive(clap::Args)]
