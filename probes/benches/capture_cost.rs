@@ -144,7 +144,7 @@ fn main() {
         releases.push((label, median(released)));
     }
     println!(
-        "probes released after the stop (median of {rounds}, stand-in libcudart, 14 functions)"
+        "probes released after the stop (median of {rounds}, stand-in libcudart, 23 functions)"
     );
     for (label, secs) in &releases {
         println!("  {label:<22} {secs:>6.2} s");

@@ -2,12 +2,15 @@
 /*
  * Entry/return probe pairs on CUDA runtime and driver functions. The entry
  * program stamps the time and keeps the interesting arguments per thread and
- * function; the return program emits one rec_cuda with the duration.
+ * function (sizes, copy kind, stream, launch geometry, whether the call is
+ * nested in another); the return program emits one rec_cuda with the
+ * duration.
  */
 #ifndef INGERO_CUDA_H
 #define INGERO_CUDA_H
 
 #include "common.h"
+#include "launch_geometry.h"
 
 struct call_key {
 	u32 tid;
@@ -20,6 +23,10 @@ struct call_val {
 	s64 kind;
 	u64 stream;
 	u32 pid;     /* thread group, so open calls can be reported at stop */
+	u32 flags;   /* REC_CUDA_* (ingero_events.h) */
+	u32 grid[3];
+	u32 block[3];
+	u32 shared_mem;
 	u32 pad;
 };
 
@@ -31,6 +38,21 @@ struct {
 	__type(key, struct call_key);
 	__type(value, struct call_val);
 } calls SEC(".maps");
+
+/*
+ * How many probed calls each thread is inside (tid -> count): the entries of
+ * `calls` of that thread, counted as they are made and removed. A call
+ * entered while the count is above zero is nested (REC_CUDA_NESTED): the
+ * driver call a runtime call makes for the application, so that analysis
+ * can count one logical call once (rule: store/src/nesting.rs). The entry
+ * stays at 0 between calls and goes when the thread exits.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, u32);
+} call_depth SEC(".maps");
 
 /* Integer argument n (1-based) at function entry, System V x86-64 ABI. */
 static __always_inline u64 reg_arg(struct ingero_regs *r, int n)
@@ -71,6 +93,14 @@ static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
 	e->kind = v->kind;
 	e->stream = v->stream;
 	e->ret = ret;
+	e->grid[0] = v->grid[0];
+	e->grid[1] = v->grid[1];
+	e->grid[2] = v->grid[2];
+	e->block[0] = v->block[0];
+	e->block[1] = v->block[1];
+	e->block[2] = v->block[2];
+	e->shared_mem = v->shared_mem;
+	e->flags = v->flags;
 	submit(e);
 }
 
@@ -81,44 +111,72 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 	if (is_paused())
 		return 0;
 	u64 id = bpf_get_current_pid_tgid();
-	struct call_key k = { .tid = (u32)id, .op = op };
+	u32 tid = (u32)id;
+	struct call_key k = { .tid = tid, .op = op };
 	struct call_val *v = bpf_map_lookup_elem(&calls, &k);
 	if (!v)
 		return 0;
-	emit_call(op, (u32)(id >> 32), (u32)id, v, bpf_ktime_get_ns(),
+	emit_call(op, (u32)(id >> 32), tid, v, bpf_ktime_get_ns(),
 		  (s64)(s32)ctx->ax);
 	bpf_map_delete_elem(&calls, &k);
+	u32 *depth = bpf_map_lookup_elem(&call_depth, &tid);
+	if (depth && *depth > 0)
+		*depth -= 1;
 	return 0;
 }
 
-/* Keeps the entry of call `op` of the current thread until it returns. */
-static __always_inline void call_enter(u64 id, u32 op, u64 size, s64 kind,
-				       u64 stream)
+/*
+ * Keeps the entry `v` of call `op` of the current thread until it returns,
+ * stamping its start and whether it is nested. The depth count follows the
+ * table: +1 for a new entry only, so an entry that replaces one the thread
+ * left (the same function entered again before it returned) leaves it as is.
+ */
+static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
 {
-	struct call_key k = { .tid = (u32)id, .op = op };
-	struct call_val v = {
-		.ts = bpf_ktime_get_ns(),
-		.size = size,
-		.kind = kind,
-		.stream = stream,
-		.pid = (u32)(id >> 32),
-	};
-	if (bpf_map_update_elem(&calls, &k, &v, BPF_ANY))
+	u32 tid = (u32)id;
+	struct call_key k = { .tid = tid, .op = op };
+	u32 *depth = bpf_map_lookup_elem(&call_depth, &tid);
+	v->ts = bpf_ktime_get_ns();
+	v->pid = (u32)(id >> 32);
+	v->flags = depth && *depth > 0 ? REC_CUDA_NESTED : 0;
+	if (bpf_map_update_elem(&calls, &k, v, BPF_NOEXIST) == 0) {
+		if (depth) {
+			*depth += 1;
+		} else {
+			u32 one = 1;
+			bpf_map_update_elem(&call_depth, &tid, &one, BPF_NOEXIST);
+		}
+		return;
+	}
+	if (bpf_map_update_elem(&calls, &k, v, BPF_ANY))
 		count_loss(LOSS_CALL_MAP);
 }
 
+/* The entry record of a call: its arguments, read per the CUDA_FUNCTIONS
+ * row (SIZE, KIND, STREAM expressions over ARG(n), GEOM a G_* family). */
+#define CALL_VAL(v, SIZE, KIND, STREAM, GEOM)                                  \
+	(v).size = (SIZE);                                                     \
+	(v).kind = (KIND);                                                     \
+	(v).stream = (STREAM);                                                 \
+	read_launch(ctx, (GEOM),                                               \
+		    (struct launch_out){ (v).grid, (v).block, &(v).shared_mem,  \
+					 &(v).stream })
+
 /*
  * One probe pair per function: OP_ID is the catalogue id, SIZE/KIND/STREAM are
- * expressions over ARG(n) (evaluated only for traced processes). These are
- * the fallback for kernels without multi-uprobe links (cuda_multi.bpf.c).
+ * expressions over ARG(n) (evaluated only for traced processes), GEOM says
+ * how a launch passes its geometry. These are the fallback for kernels
+ * without multi-uprobe links (cuda_multi.bpf.c).
  */
-#define CUDA_PROBE(name, OP_ID, SIZE, KIND, STREAM)                              \
+#define CUDA_PROBE(name, OP_ID, SIZE, KIND, STREAM, GEOM)                      \
 	SEC("uprobe") int e_##name(struct ingero_regs *ctx)                   \
 	{                                                                     \
 		u64 id = bpf_get_current_pid_tgid();                          \
 		if (!is_tracked((u32)(id >> 32)))                             \
 			return 0;                                             \
-		call_enter(id, (OP_ID), (SIZE), (KIND), (STREAM));             \
+		struct call_val v = {};                                       \
+		CALL_VAL(v, SIZE, KIND, STREAM, GEOM);                        \
+		call_enter(id, (OP_ID), &v);                                  \
 		return 0;                                                     \
 	}                                                                     \
 	SEC("uretprobe") int r_##name(struct ingero_regs *ctx)                \
@@ -130,47 +188,127 @@ static __always_inline void call_enter(u64 id, u32 op, u64 size, s64 kind,
 #define K_NONE (-1)
 #define K_HTOD 1
 #define K_DTOH 2
+#define K_DTOD 3
 #define K_DEFAULT 4
 
 /*
- * Every probed function, once: name, catalogue id (store/src/catalog.rs),
- * then SIZE, KIND, STREAM. Runtime API (libcudart) first, then the driver
- * (libcuda). cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem,
- * stream): each dim3 takes two registers, so stream is stack word 8.
- * cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra).
+ * Every probed function, once: name, catalogue id (store/src/catalog.rs;
+ * probes/tests/catalog.rs checks the two agree), then SIZE, KIND, STREAM
+ * and GEOM. Runtime API (libcudart) first, then the driver (libcuda).
+ * Launches take their stream from read_launch (launch_geometry.h), so
+ * their STREAM is NONE here. Peer copies are device to device.
  */
 #define CUDA_FUNCTIONS(X) \
-	X(cudaMalloc, 1, ARG(2), K_NONE, NONE) \
-	X(cudaFree, 2, NONE, K_NONE, NONE) \
-	X(cudaLaunchKernel, 3, NONE, K_NONE, ARG(8)) \
-	X(cudaMemcpy, 4, ARG(3), (s64)ARG(4), NONE) \
-	X(cudaStreamSynchronize, 5, NONE, K_NONE, ARG(1)) \
-	X(cudaDeviceSynchronize, 6, NONE, K_NONE, NONE) \
-	X(cudaMemcpyAsync, 7, ARG(3), (s64)ARG(4), ARG(5)) \
-	X(cudaMallocHost, 8, ARG(2), K_NONE, NONE) \
-	X(cudaHostAlloc, 9, ARG(2), K_NONE, NONE) \
-	X(cudaEventSynchronize, 10, NONE, K_NONE, NONE) \
-	X(cudaMallocManaged, 11, ARG(2), K_NONE, NONE) \
-	X(cudaFreeHost, 12, NONE, K_NONE, NONE) \
-	X(cudaMemsetAsync, 13, ARG(3), K_NONE, ARG(4)) \
-	X(cudaMemset, 14, ARG(3), K_NONE, NONE) \
-	X(cuLaunchKernel, 101, NONE, K_NONE, ARG(9)) \
-	X(cuMemAlloc_v2, 102, ARG(2), K_NONE, NONE) \
-	X(cuMemFree_v2, 103, NONE, K_NONE, NONE) \
-	X(cuMemcpyHtoDAsync_v2, 104, ARG(3), K_HTOD, ARG(4)) \
-	X(cuMemcpyDtoHAsync_v2, 105, ARG(3), K_DTOH, ARG(4)) \
-	X(cuStreamSynchronize, 106, NONE, K_NONE, ARG(1)) \
-	X(cuCtxSynchronize, 107, NONE, K_NONE, NONE) \
-	X(cuMemcpy, 108, ARG(3), K_DEFAULT, NONE) \
-	X(cuMemcpyAsync, 109, ARG(3), K_DEFAULT, ARG(4)) \
-	X(cuMemAllocManaged, 110, ARG(2), K_NONE, NONE) \
-	X(cuMemcpyHtoD_v2, 111, ARG(3), K_HTOD, NONE) \
-	X(cuMemcpyDtoH_v2, 112, ARG(3), K_DTOH, NONE)
+	X(cudaMalloc, 1, ARG(2), K_NONE, NONE, G_NONE) \
+	X(cudaFree, 2, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaLaunchKernel, 3, NONE, K_NONE, NONE, G_RT_LAUNCH) \
+	X(cudaMemcpy, 4, ARG(3), (s64)ARG(4), NONE, G_NONE) \
+	X(cudaStreamSynchronize, 5, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cudaDeviceSynchronize, 6, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaMemcpyAsync, 7, ARG(3), (s64)ARG(4), ARG(5), G_NONE) \
+	X(cudaMallocHost, 8, ARG(2), K_NONE, NONE, G_NONE) \
+	X(cudaHostAlloc, 9, ARG(2), K_NONE, NONE, G_NONE) \
+	X(cudaEventSynchronize, 10, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaMallocManaged, 11, ARG(2), K_NONE, NONE, G_NONE) \
+	X(cudaFreeHost, 12, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaMemsetAsync, 13, ARG(3), K_NONE, ARG(4), G_NONE) \
+	X(cudaMemset, 14, ARG(3), K_NONE, NONE, G_NONE) \
+	X(cudaLaunchKernel_ptsz, 15, NONE, K_NONE, NONE, G_RT_LAUNCH) \
+	X(cudaLaunchKernelExC, 16, NONE, K_NONE, NONE, G_RT_CONFIG) \
+	X(cudaLaunchKernelExC_ptsz, 17, NONE, K_NONE, NONE, G_RT_CONFIG) \
+	X(cudaLaunchCooperativeKernel, 18, NONE, K_NONE, NONE, G_RT_LAUNCH) \
+	X(cudaLaunchCooperativeKernel_ptsz, 19, NONE, K_NONE, NONE, G_RT_LAUNCH) \
+	X(cudaGraphLaunch, 20, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaGraphLaunch_ptsz, 21, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaGraphUpload, 22, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaGraphUpload_ptsz, 23, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaGraphInstantiate, 24, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaGraphInstantiateWithFlags, 25, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaGraphInstantiateWithParams, 26, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaGraphInstantiateWithParams_ptsz, 27, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaMallocAsync, 28, ARG(2), K_NONE, ARG(3), G_NONE) \
+	X(cudaMallocAsync_ptsz, 29, ARG(2), K_NONE, ARG(3), G_NONE) \
+	X(cudaMallocFromPoolAsync, 30, ARG(2), K_NONE, ARG(4), G_NONE) \
+	X(cudaMallocFromPoolAsync_ptsz, 31, ARG(2), K_NONE, ARG(4), G_NONE) \
+	X(cudaFreeAsync, 32, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaFreeAsync_ptsz, 33, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaEventRecord, 34, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaEventRecord_ptsz, 35, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaEventRecordWithFlags, 36, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaEventRecordWithFlags_ptsz, 37, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cudaEventQuery, 38, NONE, K_NONE, NONE, G_NONE) \
+	X(cudaStreamQuery, 39, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cudaStreamQuery_ptsz, 40, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cudaStreamWaitEvent, 41, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cudaStreamWaitEvent_ptsz, 42, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cudaStreamSynchronize_ptsz, 43, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cudaMemcpy_ptds, 44, ARG(3), (s64)ARG(4), NONE, G_NONE) \
+	X(cudaMemcpyAsync_ptsz, 45, ARG(3), (s64)ARG(4), ARG(5), G_NONE) \
+	X(cudaMemcpyPeer, 46, ARG(5), K_DTOD, NONE, G_NONE) \
+	X(cudaMemcpyPeerAsync, 47, ARG(5), K_DTOD, ARG(6), G_NONE) \
+	X(cudaMemset_ptds, 48, ARG(3), K_NONE, NONE, G_NONE) \
+	X(cudaMemsetAsync_ptsz, 49, ARG(3), K_NONE, ARG(4), G_NONE) \
+	X(cuLaunchKernel, 101, NONE, K_NONE, NONE, G_DRV_LAUNCH) \
+	X(cuMemAlloc_v2, 102, ARG(2), K_NONE, NONE, G_NONE) \
+	X(cuMemFree_v2, 103, NONE, K_NONE, NONE, G_NONE) \
+	X(cuMemcpyHtoDAsync_v2, 104, ARG(3), K_HTOD, ARG(4), G_NONE) \
+	X(cuMemcpyDtoHAsync_v2, 105, ARG(3), K_DTOH, ARG(4), G_NONE) \
+	X(cuStreamSynchronize, 106, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cuCtxSynchronize, 107, NONE, K_NONE, NONE, G_NONE) \
+	X(cuMemcpy, 108, ARG(3), K_DEFAULT, NONE, G_NONE) \
+	X(cuMemcpyAsync, 109, ARG(3), K_DEFAULT, ARG(4), G_NONE) \
+	X(cuMemAllocManaged, 110, ARG(2), K_NONE, NONE, G_NONE) \
+	X(cuMemcpyHtoD_v2, 111, ARG(3), K_HTOD, NONE, G_NONE) \
+	X(cuMemcpyDtoH_v2, 112, ARG(3), K_DTOH, NONE, G_NONE) \
+	X(cuLaunchKernel_ptsz, 113, NONE, K_NONE, NONE, G_DRV_LAUNCH) \
+	X(cuLaunchKernelEx, 114, NONE, K_NONE, NONE, G_DRV_CONFIG) \
+	X(cuLaunchKernelEx_ptsz, 115, NONE, K_NONE, NONE, G_DRV_CONFIG) \
+	X(cuLaunchCooperativeKernel, 116, NONE, K_NONE, NONE, G_DRV_LAUNCH) \
+	X(cuLaunchCooperativeKernel_ptsz, 117, NONE, K_NONE, NONE, G_DRV_LAUNCH) \
+	X(cuGraphLaunch, 118, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuGraphLaunch_ptsz, 119, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuGraphUpload, 120, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuGraphUpload_ptsz, 121, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuGraphInstantiateWithFlags, 122, NONE, K_NONE, NONE, G_NONE) \
+	X(cuGraphInstantiateWithParams, 123, NONE, K_NONE, NONE, G_NONE) \
+	X(cuGraphInstantiateWithParams_ptsz, 124, NONE, K_NONE, NONE, G_NONE) \
+	X(cuMemAllocAsync, 125, ARG(2), K_NONE, ARG(3), G_NONE) \
+	X(cuMemAllocAsync_ptsz, 126, ARG(2), K_NONE, ARG(3), G_NONE) \
+	X(cuMemAllocFromPoolAsync, 127, ARG(2), K_NONE, ARG(4), G_NONE) \
+	X(cuMemAllocFromPoolAsync_ptsz, 128, ARG(2), K_NONE, ARG(4), G_NONE) \
+	X(cuMemFreeAsync, 129, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuMemFreeAsync_ptsz, 130, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuEventRecord, 131, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuEventRecord_ptsz, 132, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuEventRecordWithFlags, 133, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuEventRecordWithFlags_ptsz, 134, NONE, K_NONE, ARG(2), G_NONE) \
+	X(cuEventSynchronize, 135, NONE, K_NONE, NONE, G_NONE) \
+	X(cuEventQuery, 136, NONE, K_NONE, NONE, G_NONE) \
+	X(cuStreamQuery, 137, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cuStreamQuery_ptsz, 138, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cuStreamWaitEvent, 139, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cuStreamWaitEvent_ptsz, 140, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cuStreamSynchronize_ptsz, 141, NONE, K_NONE, ARG(1), G_NONE) \
+	X(cuCtxSynchronize_v2, 142, NONE, K_NONE, NONE, G_NONE) \
+	X(cuMemcpy_ptds, 143, ARG(3), K_DEFAULT, NONE, G_NONE) \
+	X(cuMemcpyAsync_ptsz, 144, ARG(3), K_DEFAULT, ARG(4), G_NONE) \
+	X(cuMemcpyHtoD_v2_ptds, 145, ARG(3), K_HTOD, NONE, G_NONE) \
+	X(cuMemcpyDtoH_v2_ptds, 146, ARG(3), K_DTOH, NONE, G_NONE) \
+	X(cuMemcpyHtoDAsync_v2_ptsz, 147, ARG(3), K_HTOD, ARG(4), G_NONE) \
+	X(cuMemcpyDtoHAsync_v2_ptsz, 148, ARG(3), K_DTOH, ARG(4), G_NONE) \
+	X(cuMemcpyDtoD_v2, 149, ARG(3), K_DTOD, NONE, G_NONE) \
+	X(cuMemcpyDtoD_v2_ptds, 150, ARG(3), K_DTOD, NONE, G_NONE) \
+	X(cuMemcpyDtoDAsync_v2, 151, ARG(3), K_DTOD, ARG(4), G_NONE) \
+	X(cuMemcpyDtoDAsync_v2_ptsz, 152, ARG(3), K_DTOD, ARG(4), G_NONE) \
+	X(cuMemcpyPeer, 153, ARG(5), K_DTOD, NONE, G_NONE) \
+	X(cuMemcpyPeer_ptds, 154, ARG(5), K_DTOD, NONE, G_NONE) \
+	X(cuMemcpyPeerAsync, 155, ARG(5), K_DTOD, ARG(6), G_NONE) \
+	X(cuMemcpyPeerAsync_ptsz, 156, ARG(5), K_DTOD, ARG(6), G_NONE)
 
 #ifndef INGERO_MULTI_OBJECT
 CUDA_FUNCTIONS(CUDA_PROBE)
 
-#define OP_ID_OF(name, OP_ID, SIZE, KIND, STREAM) OP_ID,
+#define OP_ID_OF(name, OP_ID, SIZE, KIND, STREAM, GEOM) OP_ID,
 static const u32 cuda_op_ids[] = { CUDA_FUNCTIONS(OP_ID_OF) };
 #define N_CUDA_OPS (sizeof(cuda_op_ids) / sizeof(cuda_op_ids[0]))
 
@@ -182,6 +320,12 @@ static const u32 cuda_op_ids[] = { CUDA_FUNCTIONS(OP_ID_OF) };
 static __always_inline void end_open_calls(u32 pid, u32 tid)
 {
 	u64 now = bpf_ktime_get_ns();
+	/* A thread whose count is 0 is inside no call: nothing to look up. */
+	u32 *depth = bpf_map_lookup_elem(&call_depth, &tid);
+	int idle = depth && *depth == 0;
+	bpf_map_delete_elem(&call_depth, &tid);
+	if (idle)
+		return;
 	for (u32 i = 0; i < N_CUDA_OPS; i++) {
 		struct call_key k = { .tid = tid, .op = cuda_op_ids[i] };
 		struct call_val *v = bpf_map_lookup_elem(&calls, &k);

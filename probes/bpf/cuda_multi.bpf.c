@@ -24,15 +24,17 @@ SEC("uprobe.multi") int cuda_enter(struct ingero_regs *ctx)
 	if (!is_tracked((u32)(id >> 32)))
 		return 0;
 	u32 op = (u32)bpf_get_attach_cookie(ctx);
+	struct call_val v = {};
 	switch (op) {
-#define CUDA_ENTER_CASE(name, OP_ID, SIZE, KIND, STREAM)                         \
+#define CUDA_ENTER_CASE(name, OP_ID, SIZE, KIND, STREAM, GEOM)                   \
 	case (OP_ID):                                                          \
-		call_enter(id, (OP_ID), (SIZE), (KIND), (STREAM));              \
+		CALL_VAL(v, SIZE, KIND, STREAM, GEOM);                          \
 		break;
 	CUDA_FUNCTIONS(CUDA_ENTER_CASE)
 	default:
-		break;
+		return 0;
 	}
+	call_enter(id, op, &v);
 	return 0;
 }
 

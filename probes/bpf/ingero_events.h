@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 OR GPL-2.0 */
 /*
- * Records the kernel programs put in the ring buffer. The Rust side mirrors
- * these layouts in probes/src/abi.rs; change both together.
+ * Records the kernel programs put in the ring buffer. The Rust decoder
+ * (probes/src/decode.rs) reads these layouts by offset; change both together.
  */
 #ifndef INGERO_EVENTS_H
 #define INGERO_EVENTS_H
@@ -38,7 +38,15 @@ struct rec_cuda {
 	s64 kind;    /* cudaMemcpyKind, -1 when none */
 	u64 stream;  /* stream handle, 0 when none */
 	s64 ret;     /* return code, or RET_* below when the call never returned */
+	u32 grid[3];    /* kernel launches: grid in blocks (x, y, z), else 0 */
+	u32 block[3];   /* kernel launches: block in threads (x, y, z), else 0 */
+	u32 shared_mem; /* kernel launches: dynamic shared memory, bytes per block */
+	u32 flags;      /* REC_CUDA_* bits below */
 };
+
+/* rec_cuda.flags: the call was entered while another probed CUDA call of the
+ * same thread was in flight (the driver half of a runtime call). */
+#define REC_CUDA_NESTED 1
 
 /* rec_cuda.ret of a call whose thread exited before it returned (dur runs to
  * the exit). User space uses -2 for calls still open when capture stops. */

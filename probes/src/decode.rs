@@ -9,7 +9,10 @@ const REC_HOST: u32 = 2;
 const REC_PROC: u32 = 3;
 const REC_MAPEXEC: u32 = 4;
 
-const CUDA_LEN: usize = 64;
+/// `rec_cuda.flags` bit of a nested call (`REC_CUDA_NESTED`).
+pub const REC_CUDA_NESTED: u32 = 1;
+
+const CUDA_LEN: usize = 96;
 const HOST_LEN: usize = 40;
 const PROC_LEN: usize = 48;
 const NOTICE_LEN: usize = 16;
@@ -92,6 +95,10 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                 copy_kind: u64_at(b, 40) as i64,
                 stream: u64_at(b, 48) as i64,
                 ret: u64_at(b, 56) as i64,
+                grid: [u32_at(b, 64), u32_at(b, 68), u32_at(b, 72)],
+                block: [u32_at(b, 76), u32_at(b, 80), u32_at(b, 84)],
+                shared_mem: u32_at(b, 88),
+                nested: u32_at(b, 92) & REC_CUDA_NESTED != 0,
             }))
         }
         REC_HOST | REC_PROC => {
@@ -162,6 +169,9 @@ mod tests {
         b.extend_from_slice(&1u64.to_ne_bytes());
         b.extend_from_slice(&0x5157u64.to_ne_bytes());
         b.extend_from_slice(&(-3i64).to_ne_bytes());
+        for d in [4u32, 2, 1, 128, 1, 1, 1024, REC_CUDA_NESTED] {
+            b.extend_from_slice(&d.to_ne_bytes());
+        }
         b
     }
 
@@ -177,6 +187,12 @@ mod tests {
             (500, 4096, 1, 0x5157, -3)
         );
         assert_eq!(c.ts_ns, clock.to_epoch(1_000));
+        assert_eq!(
+            (c.grid, c.block, c.shared_mem),
+            ([4, 2, 1], [128, 1, 1], 1024)
+        );
+        assert!(c.nested);
+        assert_eq!(c.threads(), 1024);
     }
 
     #[test]
@@ -187,6 +203,14 @@ mod tests {
             decode(&b[..20], &clock),
             Err(DecodeError::Short { .. })
         ));
+        // A record of the layout before launch geometry is refused whole.
+        assert_eq!(
+            decode(&b[..64], &clock),
+            Err(DecodeError::Short {
+                tag: REC_CUDA,
+                len: 64
+            })
+        );
         assert_eq!(
             decode(&9u32.to_ne_bytes(), &clock),
             Err(DecodeError::Unknown(9))

@@ -34,6 +34,14 @@ pub struct CallVal {
     pub stream: u64,
     /// Thread group id.
     pub pid: u32,
+    /// `REC_CUDA_*` bits (`bpf/ingero_events.h`): nested or not.
+    pub flags: u32,
+    /// Launch grid (x, y, z), zeros for other calls.
+    pub grid: [u32; 3],
+    /// Launch block (x, y, z), zeros for other calls.
+    pub block: [u32; 3],
+    /// Launch dynamic shared memory, bytes per block.
+    pub shared_mem: u32,
     /// Padding to the C layout.
     pub pad: u32,
 }
@@ -76,6 +84,10 @@ impl OpenCalls {
                     copy_kind: v.kind,
                     stream: v.stream as i64,
                     ret: unfinished::OPEN_AT_STOP,
+                    grid: v.grid,
+                    block: v.block,
+                    shared_mem: v.shared_mem,
+                    nested: v.flags & crate::decode::REC_CUDA_NESTED != 0,
                 }
             })
             .collect();

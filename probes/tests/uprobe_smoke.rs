@@ -27,9 +27,10 @@ fn traced_calls(multi: bool) -> Vec<CudaCall> {
         "multi-uprobe links need Linux 6.6+ with CONFIG_UPROBES"
     );
     let lib = dir.join("libcudart.so.13");
+    // Every catalogued runtime function the stand-in defines.
     assert!(matches!(
         probes.attach_library(&lib).expect("attach"),
-        AttachOutcome::Attached(14)
+        AttachOutcome::Attached(23)
     ));
     assert_eq!(
         probes.attach_library(&lib).expect("again"),
@@ -75,6 +76,7 @@ fn uprobes_time_stand_in_calls() {
         for c in &launches {
             assert!(c.dur_ns >= 200_000, "{c:?}");
             assert_eq!(c.stream, 0x5157, "stack argument read (multi {multi})");
+            assert_eq!((c.grid, c.block), ([4, 2, 1], [128, 1, 1]), "multi {multi}");
         }
         let mut durs: Vec<i64> = launches.iter().map(|c| c.dur_ns).collect();
         durs.sort_unstable();
@@ -82,12 +84,17 @@ fn uprobes_time_stand_in_calls() {
     }
 }
 
+/// The arguments a call was recorded with: op, bytes, copy kind, stream,
+/// return code, then grid, block, shared memory and the nested flag.
+type Shape = ((u16, i64, i64, i64, i64), ([u32; 3], [u32; 3], u32, bool));
+
 /// What a call says about its arguments, without times or thread ids.
-fn shape(calls: &[CudaCall]) -> BTreeMap<(u16, i64, i64, i64, i64), usize> {
+fn shape(calls: &[CudaCall]) -> BTreeMap<Shape, usize> {
     let mut out = BTreeMap::new();
     for c in calls {
-        *out.entry((c.op_id, c.bytes, c.copy_kind, c.stream, c.ret))
-            .or_default() += 1;
+        let args = (c.op_id, c.bytes, c.copy_kind, c.stream, c.ret);
+        let launch = (c.grid, c.block, c.shared_mem, c.nested);
+        *out.entry((args, launch)).or_default() += 1;
     }
     out
 }

@@ -291,6 +291,7 @@ fn dense_native_db(dir: &Path, calls: i64) -> PathBuf {
             copy_kind: -1,
             stream: 0,
             ret: 0,
+            ..Default::default()
         }));
         if i % 4 == 0 {
             batch.push(Event::Host(HostEvent {

@@ -2,8 +2,8 @@
 //! without losing counts, sums and extremes.
 
 use crate::catalog::AggSource;
-use crate::model::Event;
-use crate::schema::AGGREGATE_BUCKET_NS;
+use crate::model::{CudaCall, Event};
+use crate::schema::{AGGREGATE_BUCKET_NS, SMALL_LAUNCH_THREADS};
 use std::collections::HashMap;
 
 /// Identity of one aggregate row.
@@ -34,6 +34,52 @@ pub struct AggTotals {
     pub max_dur_ns: i64,
     /// Sum of bytes (copies, allocations, page allocations).
     pub sum_bytes: i64,
+    /// Threads started by the launches counted (grid x block of each).
+    pub sum_threads: i64,
+    /// Launches of at most [`SMALL_LAUNCH_THREADS`] threads.
+    pub small_launches: i64,
+    /// The part of the totals above that nested calls make up
+    /// ([`crate::nesting`]): subtract it to count outer calls only.
+    pub nested: NestedPart,
+}
+
+/// Totals of the nested calls among those of an [`AggTotals`] row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NestedPart {
+    /// Nested calls counted.
+    pub count: i64,
+    /// Their summed duration.
+    pub sum_dur_ns: i64,
+    /// Their summed bytes.
+    pub sum_bytes: i64,
+    /// Threads their launches started.
+    pub sum_threads: i64,
+    /// Their small launches.
+    pub small_launches: i64,
+}
+
+impl AggTotals {
+    /// Totals before any event is counted.
+    pub fn empty() -> AggTotals {
+        AggTotals {
+            count: 0,
+            stored: 0,
+            sum_dur_ns: 0,
+            min_dur_ns: i64::MAX,
+            max_dur_ns: i64::MIN,
+            sum_bytes: 0,
+            sum_threads: 0,
+            small_launches: 0,
+            nested: NestedPart::default(),
+        }
+    }
+}
+
+/// Launch totals of one CUDA call: (threads, 1 when a small launch).
+fn launch_totals(c: &CudaCall) -> (i64, i64) {
+    let threads = c.threads();
+    let small = threads > 0 && threads <= SMALL_LAUNCH_THREADS;
+    (threads, i64::from(small))
 }
 
 /// Accumulates totals in memory between two flushes.
@@ -79,20 +125,27 @@ impl Aggregator {
     /// Counts one event; `stored` says whether its raw row was kept.
     pub fn add(&mut self, event: &Event, stored: bool) {
         let (key, dur, bytes) = Self::key_of(event);
-        let t = self.rows.entry(key).or_insert(AggTotals {
-            count: 0,
-            stored: 0,
-            sum_dur_ns: 0,
-            min_dur_ns: i64::MAX,
-            max_dur_ns: i64::MIN,
-            sum_bytes: 0,
-        });
+        let t = self.rows.entry(key).or_insert_with(AggTotals::empty);
         t.count += 1;
         t.stored += stored as i64;
         t.sum_dur_ns = t.sum_dur_ns.saturating_add(dur);
         t.min_dur_ns = t.min_dur_ns.min(dur);
         t.max_dur_ns = t.max_dur_ns.max(dur);
         t.sum_bytes = t.sum_bytes.saturating_add(bytes);
+        let Event::Cuda(call) = event else {
+            return;
+        };
+        let (threads, small) = launch_totals(call);
+        t.sum_threads = t.sum_threads.saturating_add(threads);
+        t.small_launches += small;
+        if call.nested {
+            let n = &mut t.nested;
+            n.count += 1;
+            n.sum_dur_ns = n.sum_dur_ns.saturating_add(dur);
+            n.sum_bytes = n.sum_bytes.saturating_add(bytes);
+            n.sum_threads = n.sum_threads.saturating_add(threads);
+            n.small_launches += small;
+        }
     }
 
     /// Totals seen so far for `key` (before flushing).
@@ -108,5 +161,60 @@ impl Aggregator {
     /// True when nothing is pending.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::CudaCall;
+
+    fn launch(grid: [u32; 3], block: [u32; 3], nested: bool) -> Event {
+        Event::Cuda(CudaCall {
+            ts_ns: 5_000_000_123,
+            pid: 1,
+            tid: 1,
+            op_id: 101,
+            dur_ns: 10,
+            copy_kind: -1,
+            grid,
+            block,
+            nested,
+            ..CudaCall::default()
+        })
+    }
+
+    #[test]
+    fn launches_count_their_threads_kept_or_not_and_nested_apart() {
+        let mut a = Aggregator::default();
+        a.add(&launch([4, 2, 1], [128, 1, 1], false), true);
+        a.add(&launch([256, 1, 1], [256, 1, 1], true), false);
+        a.add(&launch([257, 1, 1], [256, 1, 1], true), false);
+        let (key, _, _) = Aggregator::key_of(&launch([1, 1, 1], [1, 1, 1], false));
+        let t = a.get(&key).copied().expect("row");
+        assert_eq!((t.count, t.stored), (3, 1));
+        assert_eq!(t.sum_threads, 1024 + 65_536 + 257 * 256);
+        // 65,536 threads is small (inclusive bound), 65,792 is not.
+        assert_eq!(t.small_launches, 2);
+        assert_eq!(
+            t.nested,
+            NestedPart {
+                count: 2,
+                sum_dur_ns: 20,
+                sum_bytes: 0,
+                sum_threads: 65_536 + 257 * 256,
+                small_launches: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn calls_without_geometry_start_no_threads() {
+        let mut a = Aggregator::default();
+        let e = launch([0, 0, 0], [0, 0, 0], false);
+        a.add(&e, true);
+        let (key, _, _) = Aggregator::key_of(&e);
+        let t = a.get(&key).copied().expect("row");
+        assert_eq!((t.sum_threads, t.small_launches), (0, 0));
     }
 }

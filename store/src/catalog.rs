@@ -14,25 +14,61 @@ pub enum CudaApi {
     Driver,
 }
 
-/// What a CUDA function does, for grouping in analyses.
+/// What a CUDA function does, for grouping in analyses. The classes keep
+/// apart what the GPU-side reading of a trace needs to tell apart: a kernel
+/// launch from a graph launch, a blocking synchronize from a non-blocking
+/// poll, a stream-ordered (asynchronous) allocation from a blocking one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OpClass {
-    /// Enqueues a kernel.
+    /// Enqueues one kernel (its grid and block are in the raw row).
     Launch,
-    /// Moves bytes between host and device.
+    /// Moves bytes (host to device, device to host, device to device, peer).
     Copy,
-    /// Blocks the host until GPU work finishes.
+    /// Blocks the host until GPU work finishes: stream, device/context or
+    /// event synchronize.
     Sync,
-    /// Allocates device or pinned host memory.
+    /// Allocates device or pinned host memory, blocking (not stream-ordered).
     Alloc,
-    /// Releases memory.
+    /// Releases memory, blocking (a `cudaFree` waits for the device).
     Free,
-    /// Anything else.
+    /// Anything else (memsets among them).
     Other,
+    /// Enqueues a whole instantiated CUDA graph (many kernels, one call).
+    GraphLaunch,
+    /// Prepares a graph for launch: instantiate (host-side) or upload
+    /// (stream-ordered copy of the graph to the device).
+    GraphSetup,
+    /// Allocates memory in stream order (`cudaMallocAsync`): returns at once.
+    AllocAsync,
+    /// Frees memory in stream order (`cudaFreeAsync`): returns at once.
+    FreeAsync,
+    /// Records an event on a stream (a marker later waited on or polled).
+    EventRecord,
+    /// Makes a stream wait for an event, on the device: the host does not block.
+    StreamWait,
+    /// Asks whether a stream or event has finished, without blocking.
+    Query,
 }
 
 impl OpClass {
+    /// Every class, in declaration order.
+    pub const ALL: [OpClass; 13] = [
+        OpClass::Launch,
+        OpClass::Copy,
+        OpClass::Sync,
+        OpClass::Alloc,
+        OpClass::Free,
+        OpClass::Other,
+        OpClass::GraphLaunch,
+        OpClass::GraphSetup,
+        OpClass::AllocAsync,
+        OpClass::FreeAsync,
+        OpClass::EventRecord,
+        OpClass::StreamWait,
+        OpClass::Query,
+    ];
+
     /// Stable text form stored in the database.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -42,19 +78,22 @@ impl OpClass {
             OpClass::Alloc => "alloc",
             OpClass::Free => "free",
             OpClass::Other => "other",
+            OpClass::GraphLaunch => "graph_launch",
+            OpClass::GraphSetup => "graph_setup",
+            OpClass::AllocAsync => "alloc_async",
+            OpClass::FreeAsync => "free_async",
+            OpClass::EventRecord => "event_record",
+            OpClass::StreamWait => "stream_wait",
+            OpClass::Query => "query",
         }
     }
 
     /// Parses the stored text form; unknown text maps to `Other`.
     pub fn parse(s: &str) -> OpClass {
-        match s {
-            "launch" => OpClass::Launch,
-            "copy" => OpClass::Copy,
-            "sync" => OpClass::Sync,
-            "alloc" => OpClass::Alloc,
-            "free" => OpClass::Free,
-            _ => OpClass::Other,
-        }
+        OpClass::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .unwrap_or(OpClass::Other)
     }
 }
 
@@ -71,6 +110,27 @@ pub struct CudaOpSpec {
     pub class: OpClass,
 }
 
+/// Suffixes of the per-thread-default-stream variants: `_ptsz` for
+/// functions that take a stream, `_ptds` for those that do not.
+pub const PER_THREAD_SUFFIXES: [&str; 2] = ["_ptsz", "_ptds"];
+
+impl CudaOpSpec {
+    /// The function this one is a per-thread-default-stream variant of
+    /// (`cudaMemcpyAsync` for `cudaMemcpyAsync_ptsz`), else its own name.
+    pub fn base_name(&self) -> &'static str {
+        PER_THREAD_SUFFIXES
+            .iter()
+            .find_map(|s| self.name.strip_suffix(s))
+            .unwrap_or(self.name)
+    }
+
+    /// True for a `_ptsz`/`_ptds` variant: its "default stream" (stream 0)
+    /// is the calling thread's own stream, not the legacy shared one.
+    pub fn per_thread_stream(&self) -> bool {
+        self.base_name() != self.name
+    }
+}
+
 const fn op(id: u16, name: &'static str, api: CudaApi, class: OpClass) -> CudaOpSpec {
     CudaOpSpec {
         id,
@@ -81,10 +141,18 @@ const fn op(id: u16, name: &'static str, api: CudaApi, class: OpClass) -> CudaOp
 }
 
 use CudaApi::{Driver, Runtime};
-use OpClass::{Alloc, Free, Launch, Other, Sync};
+use OpClass::{
+    Alloc, AllocAsync, EventRecord, Free, FreeAsync, GraphLaunch, GraphSetup, Launch, Other, Query,
+    StreamWait, Sync,
+};
 const COPY: OpClass = OpClass::Copy;
 
-/// Every CUDA function ingero knows by name.
+/// Every CUDA function ingero knows by name. Per-thread-default-stream
+/// variants (`_ptsz`, `_ptds`: what code built with
+/// `--default-stream per-thread` calls) have their own ids, with the class
+/// of their base function, so the data keeps the exact name;
+/// [`CudaOpSpec::base_name`] groups them with the base.
+#[rustfmt::skip]
 pub const CUDA_OPS: &[CudaOpSpec] = &[
     op(1, "cudaMalloc", Runtime, Alloc),
     op(2, "cudaFree", Runtime, Free),
@@ -100,6 +168,41 @@ pub const CUDA_OPS: &[CudaOpSpec] = &[
     op(12, "cudaFreeHost", Runtime, Free),
     op(13, "cudaMemsetAsync", Runtime, Other),
     op(14, "cudaMemset", Runtime, Other),
+    op(15, "cudaLaunchKernel_ptsz", Runtime, Launch),
+    op(16, "cudaLaunchKernelExC", Runtime, Launch),
+    op(17, "cudaLaunchKernelExC_ptsz", Runtime, Launch),
+    op(18, "cudaLaunchCooperativeKernel", Runtime, Launch),
+    op(19, "cudaLaunchCooperativeKernel_ptsz", Runtime, Launch),
+    op(20, "cudaGraphLaunch", Runtime, GraphLaunch),
+    op(21, "cudaGraphLaunch_ptsz", Runtime, GraphLaunch),
+    op(22, "cudaGraphUpload", Runtime, GraphSetup),
+    op(23, "cudaGraphUpload_ptsz", Runtime, GraphSetup),
+    op(24, "cudaGraphInstantiate", Runtime, GraphSetup),
+    op(25, "cudaGraphInstantiateWithFlags", Runtime, GraphSetup),
+    op(26, "cudaGraphInstantiateWithParams", Runtime, GraphSetup),
+    op(27, "cudaGraphInstantiateWithParams_ptsz", Runtime, GraphSetup),
+    op(28, "cudaMallocAsync", Runtime, AllocAsync),
+    op(29, "cudaMallocAsync_ptsz", Runtime, AllocAsync),
+    op(30, "cudaMallocFromPoolAsync", Runtime, AllocAsync),
+    op(31, "cudaMallocFromPoolAsync_ptsz", Runtime, AllocAsync),
+    op(32, "cudaFreeAsync", Runtime, FreeAsync),
+    op(33, "cudaFreeAsync_ptsz", Runtime, FreeAsync),
+    op(34, "cudaEventRecord", Runtime, EventRecord),
+    op(35, "cudaEventRecord_ptsz", Runtime, EventRecord),
+    op(36, "cudaEventRecordWithFlags", Runtime, EventRecord),
+    op(37, "cudaEventRecordWithFlags_ptsz", Runtime, EventRecord),
+    op(38, "cudaEventQuery", Runtime, Query),
+    op(39, "cudaStreamQuery", Runtime, Query),
+    op(40, "cudaStreamQuery_ptsz", Runtime, Query),
+    op(41, "cudaStreamWaitEvent", Runtime, StreamWait),
+    op(42, "cudaStreamWaitEvent_ptsz", Runtime, StreamWait),
+    op(43, "cudaStreamSynchronize_ptsz", Runtime, Sync),
+    op(44, "cudaMemcpy_ptds", Runtime, COPY),
+    op(45, "cudaMemcpyAsync_ptsz", Runtime, COPY),
+    op(46, "cudaMemcpyPeer", Runtime, COPY),
+    op(47, "cudaMemcpyPeerAsync", Runtime, COPY),
+    op(48, "cudaMemset_ptds", Runtime, Other),
+    op(49, "cudaMemsetAsync_ptsz", Runtime, Other),
     op(101, "cuLaunchKernel", Driver, Launch),
     op(102, "cuMemAlloc_v2", Driver, Alloc),
     op(103, "cuMemFree_v2", Driver, Free),
@@ -112,6 +215,50 @@ pub const CUDA_OPS: &[CudaOpSpec] = &[
     op(110, "cuMemAllocManaged", Driver, Alloc),
     op(111, "cuMemcpyHtoD_v2", Driver, COPY),
     op(112, "cuMemcpyDtoH_v2", Driver, COPY),
+    op(113, "cuLaunchKernel_ptsz", Driver, Launch),
+    op(114, "cuLaunchKernelEx", Driver, Launch),
+    op(115, "cuLaunchKernelEx_ptsz", Driver, Launch),
+    op(116, "cuLaunchCooperativeKernel", Driver, Launch),
+    op(117, "cuLaunchCooperativeKernel_ptsz", Driver, Launch),
+    op(118, "cuGraphLaunch", Driver, GraphLaunch),
+    op(119, "cuGraphLaunch_ptsz", Driver, GraphLaunch),
+    op(120, "cuGraphUpload", Driver, GraphSetup),
+    op(121, "cuGraphUpload_ptsz", Driver, GraphSetup),
+    op(122, "cuGraphInstantiateWithFlags", Driver, GraphSetup),
+    op(123, "cuGraphInstantiateWithParams", Driver, GraphSetup),
+    op(124, "cuGraphInstantiateWithParams_ptsz", Driver, GraphSetup),
+    op(125, "cuMemAllocAsync", Driver, AllocAsync),
+    op(126, "cuMemAllocAsync_ptsz", Driver, AllocAsync),
+    op(127, "cuMemAllocFromPoolAsync", Driver, AllocAsync),
+    op(128, "cuMemAllocFromPoolAsync_ptsz", Driver, AllocAsync),
+    op(129, "cuMemFreeAsync", Driver, FreeAsync),
+    op(130, "cuMemFreeAsync_ptsz", Driver, FreeAsync),
+    op(131, "cuEventRecord", Driver, EventRecord),
+    op(132, "cuEventRecord_ptsz", Driver, EventRecord),
+    op(133, "cuEventRecordWithFlags", Driver, EventRecord),
+    op(134, "cuEventRecordWithFlags_ptsz", Driver, EventRecord),
+    op(135, "cuEventSynchronize", Driver, Sync),
+    op(136, "cuEventQuery", Driver, Query),
+    op(137, "cuStreamQuery", Driver, Query),
+    op(138, "cuStreamQuery_ptsz", Driver, Query),
+    op(139, "cuStreamWaitEvent", Driver, StreamWait),
+    op(140, "cuStreamWaitEvent_ptsz", Driver, StreamWait),
+    op(141, "cuStreamSynchronize_ptsz", Driver, Sync),
+    op(142, "cuCtxSynchronize_v2", Driver, Sync),
+    op(143, "cuMemcpy_ptds", Driver, COPY),
+    op(144, "cuMemcpyAsync_ptsz", Driver, COPY),
+    op(145, "cuMemcpyHtoD_v2_ptds", Driver, COPY),
+    op(146, "cuMemcpyDtoH_v2_ptds", Driver, COPY),
+    op(147, "cuMemcpyHtoDAsync_v2_ptsz", Driver, COPY),
+    op(148, "cuMemcpyDtoHAsync_v2_ptsz", Driver, COPY),
+    op(149, "cuMemcpyDtoD_v2", Driver, COPY),
+    op(150, "cuMemcpyDtoD_v2_ptds", Driver, COPY),
+    op(151, "cuMemcpyDtoDAsync_v2", Driver, COPY),
+    op(152, "cuMemcpyDtoDAsync_v2_ptsz", Driver, COPY),
+    op(153, "cuMemcpyPeer", Driver, COPY),
+    op(154, "cuMemcpyPeer_ptds", Driver, COPY),
+    op(155, "cuMemcpyPeerAsync", Driver, COPY),
+    op(156, "cuMemcpyPeerAsync_ptsz", Driver, COPY),
 ];
 
 /// Id given to foreign op names the catalogue does not know; they are
@@ -282,4 +429,41 @@ pub mod loss_source {
     pub const UNFINISHED_CALL: &str = "unfinished_call";
     /// Calls still running at the stop (stored with ret -2).
     pub const OPEN_AT_STOP: &str = "open_at_stop";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn ids_and_names_are_unique() {
+        let ids: HashSet<u16> = CUDA_OPS.iter().map(|o| o.id).collect();
+        let names: HashSet<&str> = CUDA_OPS.iter().map(|o| o.name).collect();
+        assert_eq!(ids.len(), CUDA_OPS.len());
+        assert_eq!(names.len(), CUDA_OPS.len());
+        assert!(CUDA_OPS.iter().all(|o| o.id < FIRST_UNKNOWN_OP_ID));
+    }
+
+    #[test]
+    fn classes_read_back_from_their_text() {
+        for class in OpClass::ALL {
+            assert_eq!(OpClass::parse(class.as_str()), class);
+        }
+        assert_eq!(OpClass::parse("no such class"), OpClass::Other);
+    }
+
+    #[test]
+    fn per_thread_variants_share_api_and_class_with_their_base() {
+        let mut variants = 0;
+        for o in CUDA_OPS.iter().filter(|o| o.per_thread_stream()) {
+            let base = cuda_op_by_name(o.base_name())
+                .unwrap_or_else(|| panic!("{}: base {} not catalogued", o.name, o.base_name()));
+            assert_eq!((base.api, base.class), (o.api, o.class), "{}", o.name);
+            variants += 1;
+        }
+        assert!(variants > 20, "{variants} per-thread variants");
+        let launch = cuda_op_by_name("cudaLaunchKernel_ptsz").map(|o| o.base_name());
+        assert_eq!(launch, Some("cudaLaunchKernel"));
+    }
 }

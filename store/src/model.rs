@@ -4,7 +4,7 @@ use crate::catalog::HostKind;
 use serde::{Deserialize, Serialize};
 
 /// One completed CUDA API call, as seen by an entry/return probe pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CudaCall {
     /// Entry time, nanoseconds since the Unix epoch.
     pub ts_ns: i64,
@@ -24,6 +24,26 @@ pub struct CudaCall {
     pub stream: i64,
     /// Return code (0 = success).
     pub ret: i64,
+    /// Grid of a kernel launch in blocks (x, y, z); zeros for other calls.
+    pub grid: [u32; 3],
+    /// Block of a kernel launch in threads (x, y, z); zeros for other calls.
+    pub block: [u32; 3],
+    /// Dynamic shared memory of a kernel launch, bytes per block.
+    pub shared_mem: u32,
+    /// Made while another probed CUDA call of the same thread was in flight
+    /// (see [`crate::nesting`]): the driver half of one runtime call.
+    pub nested: bool,
+}
+
+impl CudaCall {
+    /// Threads a launch starts (grid x block), 0 when the call is not a
+    /// kernel launch or its geometry is unknown.
+    pub fn threads(&self) -> i64 {
+        self.grid
+            .iter()
+            .chain(&self.block)
+            .fold(1i64, |n, &d| n.saturating_mul(i64::from(d)))
+    }
 }
 
 /// One host (kernel) event from a tracepoint.

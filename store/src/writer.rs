@@ -3,7 +3,10 @@
 use crate::aggregate::{AggKey, Aggregator};
 use crate::catalog::AggSource;
 use crate::error::{Result, StoreError};
+use crate::insert_rows::insert_rows;
+use crate::model::CudaCall;
 use crate::model::{Event, ProcessInfo, SessionInfo, SystemSnapshot};
+use crate::nesting::{NESTED, OUTER};
 use crate::schema::migrate;
 use rusqlite::{params, Connection, OpenFlags};
 use std::collections::HashMap;
@@ -23,6 +26,66 @@ pub enum RawPolicy {
         /// Events at least this long are always kept.
         always_keep_ns: i64,
     },
+}
+
+/// Columns of a raw `cuda_calls` row, in the order of [`cuda_row`].
+const CUDA_CALL_COLUMNS: [&str; 18] = [
+    "session_id",
+    "ts_ns",
+    "pid",
+    "tid",
+    "op_id",
+    "dur_ns",
+    "bytes",
+    "copy_kind",
+    "stream",
+    "ret",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "shared_mem",
+    "nested",
+];
+
+/// Columns of a raw `host_events` row.
+const HOST_EVENT_COLUMNS: [&str; 8] = [
+    "session_id",
+    "ts_ns",
+    "pid",
+    "tid",
+    "kind",
+    "dur_ns",
+    "arg",
+    "cpu",
+];
+
+/// The values of the raw row of `c`, in [`CUDA_CALL_COLUMNS`] order.
+fn cuda_row(session_id: i64, c: &CudaCall) -> [i64; 18] {
+    let [gx, gy, gz] = c.grid.map(i64::from);
+    let [bx, by, bz] = c.block.map(i64::from);
+    [
+        session_id,
+        c.ts_ns,
+        i64::from(c.pid),
+        i64::from(c.tid),
+        i64::from(c.op_id),
+        c.dur_ns,
+        c.bytes,
+        c.copy_kind,
+        c.stream,
+        c.ret,
+        gx,
+        gy,
+        gz,
+        bx,
+        by,
+        bz,
+        i64::from(c.shared_mem),
+        if c.nested { NESTED } else { OUTER },
+    ]
 }
 
 /// Writes one capture session into a native trace database.
@@ -148,56 +211,46 @@ impl TraceWriter {
         }
         let tx = self.conn.transaction()?;
         {
-            let mut cuda = tx.prepare_cached(
-                "INSERT INTO cuda_calls(session_id, ts_ns, pid, tid, op_id, dur_ns, bytes, copy_kind, stream, ret) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?;
-            let mut host = tx.prepare_cached(
-                "INSERT INTO host_events(session_id, ts_ns, pid, tid, kind, dur_ns, arg, cpu) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
+            let mut cuda: Vec<[i64; 18]> = Vec::new();
+            let mut host: Vec<[i64; 8]> = Vec::new();
             for (e, k) in events.iter().zip(&keep) {
                 if !*k {
                     continue;
                 }
                 match e {
-                    Event::Cuda(c) => {
-                        cuda.execute(params![
-                            self.session_id,
-                            c.ts_ns,
-                            c.pid,
-                            c.tid,
-                            c.op_id,
-                            c.dur_ns,
-                            c.bytes,
-                            c.copy_kind,
-                            c.stream,
-                            c.ret
-                        ])?;
-                    }
-                    Event::Host(h) => {
-                        host.execute(params![
-                            self.session_id,
-                            h.ts_ns,
-                            h.pid,
-                            h.tid,
-                            h.kind.id(),
-                            h.dur_ns,
-                            h.arg,
-                            h.cpu
-                        ])?;
-                    }
+                    Event::Cuda(c) => cuda.push(cuda_row(self.session_id, c)),
+                    Event::Host(h) => host.push([
+                        self.session_id,
+                        h.ts_ns,
+                        i64::from(h.pid),
+                        i64::from(h.tid),
+                        i64::from(h.kind.id()),
+                        h.dur_ns,
+                        h.arg,
+                        i64::from(h.cpu),
+                    ]),
                 }
             }
+            insert_rows(&tx, "cuda_calls", &CUDA_CALL_COLUMNS, &cuda)?;
+            insert_rows(&tx, "host_events", &HOST_EVENT_COLUMNS, &host)?;
             let mut agg = tx.prepare_cached(
                 "INSERT INTO aggregates(session_id, bucket_ns, pid, source, code, count, stored, \
-                 sum_dur_ns, min_dur_ns, max_dur_ns, sum_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                 sum_dur_ns, min_dur_ns, max_dur_ns, sum_bytes, sum_threads, small_launches, \
+                 nested_count, nested_dur_ns, nested_bytes, nested_threads, nested_small_launches) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) \
                  ON CONFLICT(session_id, bucket_ns, pid, source, code) DO UPDATE SET \
                  count = count + excluded.count, stored = stored + excluded.stored, \
                  sum_dur_ns = sum_dur_ns + excluded.sum_dur_ns, \
                  min_dur_ns = MIN(min_dur_ns, excluded.min_dur_ns), \
                  max_dur_ns = MAX(max_dur_ns, excluded.max_dur_ns), \
-                 sum_bytes = sum_bytes + excluded.sum_bytes",
+                 sum_bytes = sum_bytes + excluded.sum_bytes, \
+                 sum_threads = sum_threads + excluded.sum_threads, \
+                 small_launches = small_launches + excluded.small_launches, \
+                 nested_count = nested_count + excluded.nested_count, \
+                 nested_dur_ns = nested_dur_ns + excluded.nested_dur_ns, \
+                 nested_bytes = nested_bytes + excluded.nested_bytes, \
+                 nested_threads = nested_threads + excluded.nested_threads, \
+                 nested_small_launches = nested_small_launches + excluded.nested_small_launches",
             )?;
             for (k, t) in self.pending.drain() {
                 agg.execute(params![
@@ -211,7 +264,14 @@ impl TraceWriter {
                     t.sum_dur_ns,
                     t.min_dur_ns,
                     t.max_dur_ns,
-                    t.sum_bytes
+                    t.sum_bytes,
+                    t.sum_threads,
+                    t.small_launches,
+                    t.nested.count,
+                    t.nested.sum_dur_ns,
+                    t.nested.sum_bytes,
+                    t.nested.sum_threads,
+                    t.nested.small_launches
                 ])?;
             }
         }

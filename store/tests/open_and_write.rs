@@ -115,6 +115,7 @@ fn writer_round_trip_and_sampling() {
             copy_kind: -1,
             stream: 0,
             ret: 0,
+            ..Default::default()
         }));
         events.push(Event::Host(HostEvent {
             ts_ns: 1_000_000_000_000 + i * 1000,
@@ -238,6 +239,7 @@ fn reading_leaves_no_files_behind_and_follows_a_live_capture() {
             copy_kind: -1,
             stream: 0,
             ret: 0,
+            ..Default::default()
         })
     };
     w.write_batch(&[call(0)]).expect("batch");

@@ -12,6 +12,18 @@ typedef int CUresult;
 typedef uint64_t CUdeviceptr;
 typedef void *CUstream;
 typedef void *CUfunction;
+typedef void *CUevent;
+typedef void *CUgraphExec;
+
+/* CUlaunchConfig as cuda.h declares it (CUDA 12+). */
+typedef struct {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	CUstream hStream;
+	void *attrs;
+	unsigned int numAttrs;
+} CUlaunchConfig;
 
 /* Shared bodies are static so that one probed entry point never calls
  * another one (that would count two calls). */
@@ -96,6 +108,84 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
 	(void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
 	(void)shared_mem; (void)stream; (void)params; (void)extra;
 	standin_work();
+	return 0;
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+			     unsigned int bx, unsigned int by, unsigned int bz,
+			     unsigned int shared_mem, CUstream stream, void **params, void **extra)
+{
+	(void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
+	(void)shared_mem; (void)stream; (void)params; (void)extra;
+	standin_work();
+	return 0;
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+	(void)config; (void)f; (void)params; (void)extra;
+	standin_work();
+	return 0;
+}
+
+CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
+{
+	(void)graph; (void)stream;
+	standin_work();
+	return 0;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+	(void)stream;
+	return alloc_body(dptr, size);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+{
+	(void)stream;
+	standin_work();
+	free((void *)(uintptr_t)dptr);
+	return 0;
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t size)
+{
+	return copy_body(dst, src, size);
+}
+
+CUresult cuEventRecord(CUevent event, CUstream stream)
+{
+	(void)event; (void)stream;
+	standin_work();
+	return 0;
+}
+
+CUresult cuEventQuery(CUevent event)
+{
+	(void)event;
+	standin_work();
+	return 0;
+}
+
+CUresult cuEventSynchronize(CUevent event)
+{
+	(void)event;
+	standin_sync();
+	return 0;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
+{
+	(void)stream; (void)event; (void)flags;
+	standin_work();
+	return 0;
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream stream)
+{
+	(void)stream;
+	standin_sync();
 	return 0;
 }
 

@@ -21,6 +21,9 @@
  *     --side-sync        before the loop, one cudaStreamSynchronize on a second
  *                        thread, joined (with INGERO_STANDIN_EXIT_OFF_MAIN=1 that
  *                        thread ends inside the call)
+ *     --new-api          instead of the run below, the newer API (launch_new_api:
+ *                        launches of known geometry, graph launch, stream-ordered
+ *                        allocation, events, a per-thread-stream variant)
  *
  * Per run it makes exactly: before the loop cudaMalloc, cudaMallocHost,
  * cudaHostAlloc, cuMemAlloc_v2 (1 each); per iteration cudaMemcpyAsync,
@@ -60,8 +63,33 @@ typedef int (*fn_cu_dtoh_async)(void *, uint64_t, size_t, void *);
 typedef int (*fn_cu_launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
 			    unsigned, unsigned, void *, void **, void **);
 
+typedef struct {
+	dim3 gridDim;
+	dim3 blockDim;
+	size_t dynamicSmemBytes;
+	void *stream;
+	void *attrs;
+	unsigned int numAttrs;
+} cudaLaunchConfig_t;
+typedef struct {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void *hStream;
+	void *attrs;
+	unsigned int numAttrs;
+} CUlaunchConfig;
+typedef int (*fn_launch_exc)(const cudaLaunchConfig_t *, const void *, void **);
+typedef int (*fn_cu_launch_ex)(const CUlaunchConfig *, void *, void **, void **);
+typedef int (*fn_two_handles)(void *, void *);
+typedef int (*fn_malloc_async)(void **, size_t, void *);
+typedef int (*fn_wait_event)(void *, void *, unsigned int);
+typedef int (*fn_cu_dtod)(uint64_t, uint64_t, size_t);
+
 #define STREAM ((void *)0x5157)
+#define STREAM2 ((void *)0x5158)
 #define EVENT ((void *)0xe7e7)
+#define GRAPH ((void *)0x6a6a)
 #define HTOD 1
 #define DTOH 2
 
@@ -110,6 +138,67 @@ static void *side_sync(void *arg)
 	return NULL;
 }
 
+/*
+ * The newer API, `iters` rounds, each making exactly (the geometry in
+ * threads = grid x block):
+ *   cudaLaunchKernel         grid (4,2,1)    block (128,1,1) shared 1024  STREAM   1,024 threads
+ *   cudaLaunchKernelExC      grid (64,32,2)  block (256,2,1) shared 4096  STREAM2  2,097,152
+ *   cuLaunchKernelEx         grid (16,16,1)  block (32,8,1)  shared 2048  STREAM2  65,536
+ *   cudaLaunchKernel_ptsz    grid (3,1,1)    block (96,1,1)  shared 0     stream 0 288
+ *   cudaGraphLaunch(GRAPH, STREAM), cudaMallocAsync(65536 bytes, STREAM),
+ *   cudaFreeAsync(STREAM), cudaEventRecord(EVENT, STREAM),
+ *   cudaStreamWaitEvent(STREAM2, EVENT), cudaEventQuery(EVENT),
+ *   cudaEventSynchronize(EVENT), cudaStreamSynchronize_ptsz(0)
+ * then once cuMemcpyDtoD_v2 of 4096 bytes. With INGERO_STANDIN_NESTED=1 the
+ * stand-in runtime adds, inside each runtime call, its driver call.
+ */
+static int launch_new_api(void *rt, void *drv, long iters)
+{
+	fn_launch cudaLaunchKernel = (fn_launch)sym(rt, "cudaLaunchKernel");
+	fn_launch cudaLaunchKernel_ptsz = (fn_launch)sym(rt, "cudaLaunchKernel_ptsz");
+	fn_launch_exc cudaLaunchKernelExC = (fn_launch_exc)sym(rt, "cudaLaunchKernelExC");
+	fn_two_handles cudaGraphLaunch = (fn_two_handles)sym(rt, "cudaGraphLaunch");
+	fn_malloc_async cudaMallocAsync = (fn_malloc_async)sym(rt, "cudaMallocAsync");
+	fn_two_handles cudaFreeAsync = (fn_two_handles)sym(rt, "cudaFreeAsync");
+	fn_two_handles cudaEventRecord = (fn_two_handles)sym(rt, "cudaEventRecord");
+	fn_wait_event cudaStreamWaitEvent = (fn_wait_event)sym(rt, "cudaStreamWaitEvent");
+	fn_sync_handle cudaEventQuery = (fn_sync_handle)sym(rt, "cudaEventQuery");
+	fn_sync_handle cudaEventSynchronize = (fn_sync_handle)sym(rt, "cudaEventSynchronize");
+	fn_sync_handle cudaStreamSynchronize_ptsz =
+		(fn_sync_handle)sym(rt, "cudaStreamSynchronize_ptsz");
+	fn_cu_launch_ex cuLaunchKernelEx = (fn_cu_launch_ex)sym(drv, "cuLaunchKernelEx");
+	fn_cu_dtod cuMemcpyDtoD = (fn_cu_dtod)sym(drv, "cuMemcpyDtoD_v2");
+
+	dim3 grid = { 4, 2, 1 }, block = { 128, 1, 1 };
+	dim3 grid_pt = { 3, 1, 1 }, block_pt = { 96, 1, 1 };
+	cudaLaunchConfig_t rt_cfg = { { 64, 32, 2 }, { 256, 2, 1 }, 4096, STREAM2, NULL, 0 };
+	CUlaunchConfig cu_cfg = { 16, 16, 1, 32, 8, 1, 2048, STREAM2, NULL, 0 };
+	for (long i = 0; i < iters; i++) {
+		void *p = NULL;
+		cudaLaunchKernel((const void *)launch_new_api, grid, block, NULL, 1024, STREAM);
+		cudaLaunchKernelExC(&rt_cfg, (const void *)launch_new_api, NULL);
+		cuLaunchKernelEx(&cu_cfg, NULL, NULL, NULL);
+		cudaLaunchKernel_ptsz((const void *)launch_new_api, grid_pt, block_pt, NULL, 0, NULL);
+		cudaGraphLaunch(GRAPH, STREAM);
+		if (cudaMallocAsync(&p, 65536, STREAM))
+			return 78;
+		cudaFreeAsync(p, STREAM);
+		cudaEventRecord(EVENT, STREAM);
+		cudaStreamWaitEvent(STREAM2, EVENT, 0);
+		cudaEventQuery(EVENT);
+		cudaEventSynchronize(EVENT);
+		cudaStreamSynchronize_ptsz(NULL);
+	}
+	/* Device memory straight from the heap: the copy is not probed twice. */
+	uint64_t a = (uint64_t)(uintptr_t)malloc(4096), b = (uint64_t)(uintptr_t)malloc(4096);
+	if (!a || !b)
+		return 78;
+	cuMemcpyDtoD(a, b, 4096);
+	free((void *)(uintptr_t)a);
+	free((void *)(uintptr_t)b);
+	return 0;
+}
+
 /* True while a file whose path ends with `name` is mapped in this process. */
 static int mapped(const char *name)
 {
@@ -133,7 +222,7 @@ int main(int argc, char **argv)
 	char dir[PATH_MAX] = "";
 	long iters = 100, workers = 0, worker_ms = 300, wait_ms = 0, bench = 0;
 	long alarm_ms = 0, reload = 0, seconds = 0;
-	int wait_stdin = 0, side = 0;
+	int wait_stdin = 0, side = 0, new_api = 0;
 	const char *pids_path = NULL;
 
 	for (int i = 1; i < argc; i++) {
@@ -145,6 +234,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--side-sync")) {
 			side = 1;
+			continue;
+		}
+		if (!strcmp(a, "--new-api")) {
+			new_api = 1;
 			continue;
 		}
 		if (!v) {
@@ -205,6 +298,9 @@ int main(int argc, char **argv)
 		if (!fgets(line, sizeof(line), stdin))
 			return 72;
 	}
+
+	if (new_api)
+		return launch_new_api(rt, drv, iters);
 
 	fn_malloc cudaMalloc = (fn_malloc)sym(rt, "cudaMalloc");
 	fn_malloc cudaMallocHost = (fn_malloc)sym(rt, "cudaMallocHost");

@@ -22,6 +22,7 @@ fn call(op: &str, at_ms: i64, dur: i64) -> Event {
         copy_kind: -1,
         stream: 0,
         ret: 0,
+        ..Default::default()
     })
 }
 

@@ -484,6 +484,7 @@ impl Sim {
                     copy_kind: s.copy_kind,
                     stream: s.stream,
                     ret: s.ret,
+                    ..CudaCall::default()
                 };
                 self.events.push(Event::Cuda(outer));
                 if s.nested_op_id != 0 {
@@ -492,6 +493,7 @@ impl Sim {
                         ts_ns: call.entry + inset,
                         op_id: s.nested_op_id,
                         dur_ns: (dur - 2 * inset).max(1),
+                        nested: true,
                         ..outer
                     }));
                 }
