@@ -127,14 +127,15 @@ pub fn gpu_line(s: &CaptureStatus) -> Option<String> {
     let span_ns = s.elapsed_ms.max(1) as f64 * 1e6;
     Some(format!(
         "gpu: {} GPU(s) sampled through {lib}: {} utilisation samples, {} process samples, \
-         {} state polls; {} NVML calls took {} ({:.2}% of the capture)",
+         {} state polls; {} NVML calls took {} ({:.2}% of the capture), sampler CPU {}",
         g.devices,
         count(g.util_samples),
         count(g.process_samples),
         count(g.status_polls),
         count(g.nvml_calls),
         duration(g.nvml_time_ns),
-        g.nvml_time_ns as f64 / span_ns * 100.0
+        g.nvml_time_ns as f64 / span_ns * 100.0,
+        duration(g.cpu_time_ns)
     ))
 }
 
@@ -272,13 +273,14 @@ mod tests {
         s.gpu.util_samples = 14;
         s.gpu.nvml_calls = 40;
         s.gpu.nvml_time_ns = 3_000_000;
+        s.gpu.cpu_time_ns = 1_500;
         let line = gpu_line(&s).unwrap_or_default();
         assert!(
             line.starts_with("gpu: 1 GPU(s) sampled through /x/libnvidia-ml.so.1: 14 utilisation"),
             "{line}"
         );
         assert!(
-            line.ends_with("40 NVML calls took 3.00ms (0.20% of the capture)"),
+            line.ends_with("40 NVML calls took 3.00ms (0.20% of the capture), sampler CPU 1.5us"),
             "{line}"
         );
     }

@@ -27,6 +27,9 @@ pub struct GpuSamplerStatus {
     /// Wall time spent inside NVML calls, ns: the sampler's own cost (a
     /// PCIe throughput query alone waits about 20 ms in the driver).
     pub nvml_time_ns: u64,
+    /// CPU time the sampler thread used, ns (the PCIe queries mostly wait
+    /// in the driver, so this is far below `nvml_time_ns` on a real GPU).
+    pub cpu_time_ns: u64,
     /// Calls that failed for a reason other than "nothing new" or "not
     /// supported".
     pub errors: u64,
@@ -48,6 +51,20 @@ impl GpuSamplerStatus {
             self.unsupported.push(line);
         }
     }
+}
+
+/// CPU time the calling thread has used since it started, ns.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes it.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Runs one NVML call, adding its duration to `status`.
@@ -80,5 +97,16 @@ mod tests {
         s.note_unsupported(0, "power");
         s.note_unsupported(0, "power");
         assert_eq!(s.unsupported, vec!["gpu 0: power".to_string()]);
+    }
+
+    #[test]
+    fn thread_cpu_time_grows_with_work() {
+        let before = thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(thread_cpu_ns() > before);
     }
 }

@@ -5,7 +5,7 @@
 
 use super::buffers::{Buffers, Round};
 use super::clock::{capture_ns_to_nvml_us, wall_step_ns};
-use super::cost::{timed, GpuSamplerStatus};
+use super::cost::{thread_cpu_ns, timed, GpuSamplerStatus};
 use super::device;
 use super::load;
 use super::pids::TracedPids;
@@ -81,7 +81,10 @@ pub fn spawn(cfg: SamplerConfig, links: SamplerLinks) -> std::io::Result<GpuSamp
     Ok(GpuSampler { stop, thread })
 }
 
-fn publish(links: &SamplerLinks, st: &GpuSamplerStatus) {
+/// Copies the counters into the status (called on the sampler thread, so
+/// the CPU time read is its own).
+fn publish(links: &SamplerLinks, st: &mut GpuSamplerStatus) {
+    st.cpu_time_ns = thread_cpu_ns();
     let mut shared = match links.status.lock() {
         Ok(s) => s,
         Err(poisoned) => poisoned.into_inner(),
@@ -108,7 +111,7 @@ fn run(cfg: SamplerConfig, links: SamplerLinks, stop: Receiver<i64>) {
         Ok(l) => l,
         Err(e) => {
             links.warnings.nvml_unavailable(&e.to_string());
-            publish(&links, &st);
+            publish(&links, &mut st);
             return;
         }
     };
@@ -120,7 +123,7 @@ fn run(cfg: SamplerConfig, links: SamplerLinks, stop: Receiver<i64>) {
                 .warnings
                 .nvml_unavailable(&format!("{}: cannot count the GPUs: {e}", loaded.library));
             st.library = None;
-            publish(&links, &st);
+            publish(&links, &mut st);
             return;
         }
     };
@@ -128,7 +131,7 @@ fn run(cfg: SamplerConfig, links: SamplerLinks, stop: Receiver<i64>) {
     let t0 = Instant::now();
     drop(loaded);
     st.add_call(t0.elapsed().as_nanos() as u64);
-    publish(&links, &st);
+    publish(&links, &mut st);
 }
 
 fn sample(
