@@ -96,6 +96,9 @@ pub(crate) fn attach_ingero_go(path: &Path, at_rest_wal: bool) -> Result<Mapped>
         "''"
     };
 
+    let cuda_extra = crate::compat::added_columns("cuda_calls");
+    let agg_extra = crate::compat::added_columns("aggregates");
+    crate::compat::add_empty_gpu_tables(&conn).map_err(sql_err)?;
     conn.execute_batch(&format!(
         "
 CREATE TEMP VIEW sessions AS SELECT id, {host_col} AS host, kernel, cpu_model, cpu_cores,
@@ -108,7 +111,7 @@ CREATE TEMP VIEW cuda_calls AS SELECT e.rowid AS id, {session_expr} AS session_i
     e.timestamp AS ts_ns, e.pid, e.tid, m.op_id, e.duration AS dur_ns,
     CASE WHEN o.class IN ('copy', 'alloc') THEN e.arg0 ELSE 0 END AS bytes,
     CASE WHEN o.class = 'copy' THEN e.arg1 ELSE -1 END AS copy_kind,
-    0 AS stream, e.ret_code AS ret
+    0 AS stream, e.ret_code AS ret{cuda_extra}
   FROM src.events e
   JOIN foreign_op_map m ON m.source = e.source AND m.op = e.op
   JOIN cuda_ops o ON o.id = m.op_id {node_join};
@@ -133,7 +136,7 @@ CREATE TEMP VIEW aggregates AS SELECT {default_session} AS session_id, e.bucket 
     CASE WHEN e.source = {SRC_HOST} THEN {HOST_KIND_SQL} ELSE m.op_id END AS code,
     e.count, e.stored, e.sum_dur AS sum_dur_ns, e.min_dur AS min_dur_ns, e.max_dur AS max_dur_ns,
     CASE WHEN e.source = {SRC_HOST} OR o.class IN ('copy', 'alloc') THEN e.sum_arg0 ELSE 0 END
-      AS sum_bytes
+      AS sum_bytes{agg_extra}
   FROM src.event_aggregates e
   LEFT JOIN foreign_op_map m ON m.source = e.source AND m.op = e.op
   LEFT JOIN cuda_ops o ON o.id = m.op_id

@@ -8,11 +8,14 @@
 pub mod aggregate;
 pub mod catalog;
 pub mod clip;
+mod compat;
 pub mod epoch_ns;
 pub mod error;
 mod foreign;
 pub mod gpu;
+mod insert_rows;
 pub mod model;
+pub mod nesting;
 pub mod open;
 pub mod schema;
 pub mod window;

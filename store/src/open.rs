@@ -79,6 +79,11 @@ impl TraceDb {
                     |r| r.get(0),
                 )
                 .unwrap_or(AGGREGATE_BUCKET_NS);
+            // Older files read as the current schema (views and empty tables in TEMP).
+            conn.pragma_update(None, "query_only", false)
+                .and_then(|()| crate::compat::present_native(&conn, version))
+                .and_then(|()| conn.pragma_update(None, "query_only", true))
+                .map_err(|e| StoreError::from_sqlite(path, e))?;
             (conn, DbFormat::Native { version }, bucket)
         } else if has("events") && has("ops") && has("sources") {
             drop(conn);

@@ -12,8 +12,95 @@ pub const FORMAT_TAG: &str = "ingero-rs";
 /// Width of the rows in `aggregates`, in nanoseconds (one second).
 pub const AGGREGATE_BUCKET_NS: i64 = 1_000_000_000;
 
+/// The measured-GPU-activity tables (schema version 2), as one literal so
+/// that the migration and the read-only view of older files
+/// ([`crate::compat`]) create them from the same text.
+macro_rules! gpu_tables_v2 {
+    () => {
+        r#"
+-- Version 2: measured GPU activity (NVML, sampled during the capture) and kernel launch geometry.
+-- GPUs NVML saw during a capture (index = NVML device index).
+CREATE TABLE gpu_devices (
+    session_id      INTEGER NOT NULL,
+    gpu             INTEGER NOT NULL,
+    name            TEXT NOT NULL DEFAULT '',
+    uuid            TEXT NOT NULL DEFAULT '',
+    pci_bus_id      TEXT NOT NULL DEFAULT '',
+    mem_total_bytes INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, gpu)
+);
+-- Driver samples of the device, on the capture clock (epoch ns, the driver's own sample time).
+-- kind 1 = GPU (SM) utilisation %, 2 = memory-controller utilisation %; value over the driver's
+-- sample period (about 1/6 s to 1 s, the gap to the previous sample of the same kind and gpu).
+CREATE TABLE gpu_util_samples (
+    session_id INTEGER NOT NULL,
+    ts_ns      INTEGER NOT NULL,
+    gpu        INTEGER NOT NULL,
+    kind       INTEGER NOT NULL,
+    value      INTEGER NOT NULL
+);
+CREATE INDEX gpu_util_samples_ts ON gpu_util_samples(gpu, kind, ts_ns);
+-- Driver samples per process (nvmlDeviceGetProcessUtilization): SM and memory utilisation % of
+-- one process over the sample period ending at ts_ns.
+CREATE TABLE gpu_process_samples (
+    session_id INTEGER NOT NULL,
+    ts_ns      INTEGER NOT NULL,
+    gpu        INTEGER NOT NULL,
+    pid        INTEGER NOT NULL,
+    sm_pct     INTEGER NOT NULL,
+    mem_pct    INTEGER NOT NULL
+);
+CREATE INDEX gpu_process_samples_pid_ts ON gpu_process_samples(pid, ts_ns);
+-- Device state polled by the recorder (ts_ns = when it asked); -1 = not available on this GPU.
+CREATE TABLE gpu_status (
+    session_id       INTEGER NOT NULL,
+    ts_ns            INTEGER NOT NULL,
+    gpu              INTEGER NOT NULL,
+    mem_used_bytes   INTEGER NOT NULL DEFAULT -1,
+    pcie_rx_kbps     INTEGER NOT NULL DEFAULT -1,
+    pcie_tx_kbps     INTEGER NOT NULL DEFAULT -1,
+    sm_clock_mhz     INTEGER NOT NULL DEFAULT -1,
+    power_mw         INTEGER NOT NULL DEFAULT -1,
+    throttle_reasons INTEGER NOT NULL DEFAULT -1,  -- nvmlClocksEventReasons bit mask
+    PRIMARY KEY (session_id, gpu, ts_ns)
+);
+"#
+    };
+}
+
+/// Tables added in schema version 2 that an older file lacks (the reader
+/// shows them empty).
+pub const GPU_TABLES_SQL: &str = gpu_tables_v2!();
+
+/// Columns added to existing tables in schema version 2, with the value an
+/// older file reads as: `(table, column, value)`, grouped by table (the
+/// reader makes one view per run of one table).
+pub const COLUMNS_V2: &[(&str, &str, &str)] = &[
+    ("cuda_calls", "grid_x", "0"),
+    ("cuda_calls", "grid_y", "0"),
+    ("cuda_calls", "grid_z", "0"),
+    ("cuda_calls", "block_x", "0"),
+    ("cuda_calls", "block_y", "0"),
+    ("cuda_calls", "block_z", "0"),
+    ("cuda_calls", "shared_mem", "0"),
+    ("cuda_calls", "nested", "-1"),
+    ("aggregates", "sum_threads", "0"),
+    ("aggregates", "small_launches", "0"),
+    ("aggregates", "nested_count", "0"),
+    ("aggregates", "nested_dur_ns", "0"),
+    ("aggregates", "nested_bytes", "0"),
+    ("aggregates", "nested_threads", "0"),
+    ("aggregates", "nested_small_launches", "0"),
+];
+
+/// A launch of at most this many threads (grid x block) is counted in
+/// `aggregates.small_launches`: less than one wave on an H100/H200 (132
+/// SMs x 2,048 threads would be 270,336; 65,536 is a quarter of that).
+pub const SMALL_LAUNCH_THREADS: i64 = 65_536;
+
 /// Migrations, applied in order; `MIGRATIONS[i]` moves version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[r#"
+pub const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE ingero_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -118,7 +205,39 @@ CREATE TABLE capture_losses (
     source     TEXT NOT NULL,
     lost       INTEGER NOT NULL
 );
-"#];
+"#,
+    concat!(
+        gpu_tables_v2!(),
+        r#"
+-- Kernel launch geometry of a raw cuda_calls row (launch ops only): grid and block dimensions,
+-- dynamic shared memory bytes. 0 where the call is not a launch or its geometry was not read.
+ALTER TABLE cuda_calls ADD COLUMN grid_x INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cuda_calls ADD COLUMN grid_y INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cuda_calls ADD COLUMN grid_z INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cuda_calls ADD COLUMN block_x INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cuda_calls ADD COLUMN block_y INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cuda_calls ADD COLUMN block_z INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cuda_calls ADD COLUMN shared_mem INTEGER NOT NULL DEFAULT 0;
+-- Per-bucket launch totals for every launch, kept or not: total threads (grid x block) launched,
+-- and launches of at most 65,536 threads (a "tiny" kernel, under one wave of an H100/H200).
+ALTER TABLE aggregates ADD COLUMN sum_threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aggregates ADD COLUMN small_launches INTEGER NOT NULL DEFAULT 0;
+-- cuda_ops.class gains graph_launch | graph_setup | alloc_async | free_async | event_record |
+-- stream_wait | query (store/src/catalog.rs says what each means).
+-- Nested calls (rule in store/src/nesting.rs): 1 = made while another probed CUDA call of the
+-- same thread was in flight (the driver half of a runtime call), 0 = an outer call, -1 = not
+-- recorded (rows written before version 2).
+ALTER TABLE cuda_calls ADD COLUMN nested INTEGER NOT NULL DEFAULT -1;
+-- The part of count, sum_dur_ns, sum_bytes, sum_threads, small_launches that nested calls make
+-- up: totals over outer calls only are the column minus its nested_ part.
+ALTER TABLE aggregates ADD COLUMN nested_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aggregates ADD COLUMN nested_dur_ns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aggregates ADD COLUMN nested_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aggregates ADD COLUMN nested_threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT 0;
+"#
+    ),
+];
 
 /// Newest schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -31,6 +31,10 @@ pub const READABLE_TABLES: &[&str] = &[
     "aggregates",
     "capture_losses",
     "ingero_meta",
+    "gpu_devices",
+    "gpu_util_samples",
+    "gpu_process_samples",
+    "gpu_status",
     // Schema discovery: lets a client learn column names with plain SELECTs.
     "sqlite_master",
     "sqlite_schema",
@@ -540,6 +544,7 @@ mod tests {
                     copy_kind: -1,
                     stream: 0,
                     ret: 0,
+                    ..Default::default()
                 })
             })
             .collect();
@@ -649,7 +654,10 @@ mod tests {
             "WITH t AS (SELECT * FROM sqlite_stat1) SELECT * FROM t",
         )
         .expect_err("forbidden read inside a cte");
-        assert!(matches!(err, SqlError::Denied(_) | SqlError::Sqlite(_)), "{err}");
+        assert!(
+            matches!(err, SqlError::Denied(_) | SqlError::Sqlite(_)),
+            "{err}"
+        );
     }
 
     /// The Ingero (Go) seed database: `INGERO_SEED_DB`, or the copy in `tests/data`.

@@ -1,0 +1,112 @@
+//! Files of every schema version read with the same columns: a version-1
+//! native file (the committed H200 investigations), an Ingero file, and a
+//! file written now all answer the version-2 queries.
+
+use ingero_store::schema::{COLUMNS_V2, SCHEMA_VERSION};
+use ingero_store::{CudaCall, Event, RawPolicy, SessionInfo, TraceDb, TraceWriter};
+use std::path::{Path, PathBuf};
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+fn columns(db: &TraceDb, table: &str) -> Vec<String> {
+    let stmt = db
+        .conn()
+        .prepare(&format!("SELECT * FROM {table} LIMIT 0"))
+        .expect("prepare");
+    stmt.column_names().iter().map(|c| c.to_string()).collect()
+}
+
+fn fresh(dir: &Path) -> TraceDb {
+    let path = dir.join("v2.db");
+    let info = SessionInfo {
+        started_ns: 1_000,
+        stopped_ns: 2_000_000_000,
+        ..Default::default()
+    };
+    let mut w = TraceWriter::create(&path, &info, RawPolicy::All).expect("create");
+    let call = CudaCall {
+        ts_ns: 1_000_000,
+        pid: 1,
+        tid: 1,
+        op_id: 1,
+        dur_ns: 10,
+        bytes: 0,
+        copy_kind: -1,
+        stream: 0,
+        ret: 0,
+        ..Default::default()
+    };
+    w.write_batch(&[Event::Cuda(call)]).expect("write");
+    w.finish(2_000_000_000).expect("finish");
+    TraceDb::open(&path).expect("open")
+}
+
+#[test]
+fn a_new_file_has_every_version_2_column() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = fresh(dir.path());
+    let version: i64 = db
+        .conn()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(version, SCHEMA_VERSION);
+    for (table, column, _) in COLUMNS_V2 {
+        assert!(
+            columns(&db, table).iter().any(|c| c == column),
+            "{table}.{column} missing"
+        );
+    }
+    for table in [
+        "gpu_devices",
+        "gpu_util_samples",
+        "gpu_process_samples",
+        "gpu_status",
+    ] {
+        columns(&db, table);
+    }
+}
+
+#[test]
+fn older_files_read_with_the_same_columns_and_empty_gpu_tables() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let now = fresh(dir.path());
+    let old_native = repo("investigations/pytorch-dataloader-starvation-h200.db");
+    let ingero = repo("tests/data/ingero-investigations/pytorch-dataloader-starvation.db");
+    for path in [old_native, ingero] {
+        let db = TraceDb::open(&path).expect("open");
+        for table in [
+            "cuda_calls",
+            "aggregates",
+            "gpu_devices",
+            "gpu_util_samples",
+            "gpu_process_samples",
+            "gpu_status",
+        ] {
+            let mut want = columns(&now, table);
+            let mut got = columns(&db, table);
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "{table} of {}", path.display());
+        }
+        let rows: i64 = db
+            .conn()
+            .query_row("SELECT count(*) FROM gpu_util_samples", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(rows, 0);
+        let launches: i64 = db
+            .conn()
+            .query_row(
+                "SELECT count(*) FROM cuda_calls WHERE grid_x = 0 AND block_x = 0",
+                [],
+                |r| r.get(0),
+            )
+            .expect("geometry columns");
+        let all: i64 = db
+            .conn()
+            .query_row("SELECT count(*) FROM cuda_calls", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(launches, all, "an older file has no geometry");
+    }
+}
