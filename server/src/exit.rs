@@ -8,6 +8,12 @@ pub const BAD_INPUT: u8 = 2;
 /// Exit code for internal failures.
 pub const FAILURE: u8 = 1;
 
+/// A command-line argument that cannot be used, found after clap's own
+/// parsing (a value out of range, a missing companion option): exit 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadArgument(pub String);
+
 /// Prints the error (one line, prefixed `ingero:`) and picks the exit code.
 pub fn report(result: anyhow::Result<()>) -> ExitCode {
     match result {
@@ -27,6 +33,9 @@ pub fn report(result: anyhow::Result<()>) -> ExitCode {
 
 fn is_bad_input(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
+        if cause.is::<BadArgument>() || cause.is::<crate::mcp::http::HttpSetupError>() {
+            return true;
+        }
         if let Some(e) = cause.downcast_ref::<ingero_store::StoreError>() {
             return e.is_bad_input();
         }

@@ -266,7 +266,10 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
     names = [d["name"] for d in (r.structured_content or {}).get("databases", [])]
     C.ok(f"{label}: list_databases", not r.is_error and seed.name in names and validate(schemas["list_databases"], r.structured_content) is None, names)
     other = next((n for n in names if n != seed.name), None)
-    if other:
+    if other and not stateful:
+        # Stateless HTTP: nothing survives the request, so switching is refused with the way out.
+        await expect_tool_error(c, f"{label}: open_database refused without a session", "open_database", {"path": other}, r"stateless HTTP.*db=")
+    if other and stateful:
         r = await c.call_tool("open_database", {"path": other})
         C.ok(f"{label}: open_database {other}", not r.is_error and r.structured_content["path"].endswith(other) and validate(schemas["open_database"], r.structured_content) is None, text_of(r)[:200])
         if stateful:
@@ -487,7 +490,9 @@ async def http_cancel(server: HttpServer, lib: Path) -> None:
 def refusals(binary: str, seed: Path) -> None:
     """Start-up refusals: a public bind without a token, a bad database."""
     out = subprocess.run([binary, "mcp", "--http", "0.0.0.0:0", "--db", str(seed)], capture_output=True, text=True, timeout=30, env={k: v for k, v in os.environ.items() if k != "INGERO_TOKEN"})
-    C.ok("http: public bind without token refused", out.returncode != 0 and "token" in out.stderr, out.stderr[-300:])
+    C.ok("http: public bind without token refused (exit 2)", out.returncode == 2 and "token" in out.stderr, (out.returncode, out.stderr[-300:]))
+    out = subprocess.run([binary, "mcp", "--http", "0.0.0.0:0", "--db", str(seed), "--token", "a"], capture_output=True, text=True, timeout=30, env={k: v for k, v in os.environ.items() if k != "INGERO_TOKEN"})
+    C.ok("http: public bind with a weak token refused (exit 2)", out.returncode == 2 and "weak token" in out.stderr, (out.returncode, out.stderr[-300:]))
     out = subprocess.run([binary, "mcp", "--db", "/nonexistent.db"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     C.ok("mcp: missing database exits 2", out.returncode == 2 and "no such file" in out.stderr, (out.returncode, out.stderr[-300:]))
 
@@ -517,6 +522,8 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
         await expect_tool_error(c, "capture: unusable ring size refused", "start_trace", {"pids": [1], "ring_size": "3K"}, r"ring_size: 3K is not usable.*power of two")
         if os.geteuid() != 0:
             await expect_tool_error(c, "capture: needs root", "start_trace", {"pids": [os.getpid()]}, r"root|CAP_BPF")
+            # CI runs as root: there a skipped live capture is a failure, not a pass.
+            C.ok("capture: live capture ran (INGERO_EBPF_TESTS=require needs root)", os.environ.get("INGERO_EBPF_TESTS") != "require", "not root")
             return
         workload = build_standins(tmp)
         iters = 300
@@ -538,7 +545,10 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
             r = await c.call_tool("stop_trace", {})
             st = r.structured_content or {}
             C.ok("capture: stop_trace finalises", not r.is_error and st.get("running") is False and st.get("output", "").endswith("mcp-capture.db"), text_of(r)[:300])
-            C.ok("capture: nothing lost or left open, no warnings", st.get("lost") == 0 and st.get("unfinished_calls") == 0 and st.get("warnings") == [], text_of(r)[:300])
+            C.ok("capture: nothing lost or left open, no warnings", st.get("lost") == 0 and st.get("unfinished_calls") == 0 and [w for w in st.get("warnings", []) if "nvml" not in str(w).lower()] == [], text_of(r)[:300])
+            # No NVIDIA driver here: the capture says so once and goes on.
+            nvml = [w for w in st.get("warnings", []) if "nvml" in str(w).lower()]
+            C.ok("capture: a missing NVML is one warning", len(nvml) <= 1, nvml)
         finally:
             if proc.poll() is None:
                 proc.kill()

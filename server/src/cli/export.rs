@@ -2,7 +2,7 @@
 //! Chrome/Perfetto trace-event JSON or to an OpenTelemetry receiver (OTLP/HTTP).
 
 use crate::cli::report::into_cli;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use ingero_report::otlp::{self, OtlpOptions};
 use ingero_report::perfetto;
 use ingero_store::{TimeWindow, TraceDb};
@@ -83,7 +83,9 @@ pub fn run(args: Args) -> Result<()> {
     match args.format {
         Format::Perfetto => {
             let Some(path) = out else {
-                bail!("--format perfetto needs --out FILE");
+                return Err(
+                    crate::exit::BadArgument("--format perfetto needs --out FILE".into()).into(),
+                );
             };
             let file = std::fs::File::create(&path)
                 .with_context(|| format!("creating {}", path.display()))?;

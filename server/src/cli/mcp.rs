@@ -1,5 +1,6 @@
 //! `ingero mcp`: serve trace databases to AI assistants over MCP.
 
+use crate::exit::BadArgument;
 use crate::mcp::{self, http::HttpOptions, Config};
 use anyhow::Context;
 use ingero_tools::library::Library;
@@ -42,6 +43,24 @@ pub struct Args {
 /// Runs the server until the client (stdio) or a signal (HTTP) ends it.
 pub fn run(args: Args) -> anyhow::Result<()> {
     init_logging();
+    let http = match args.http {
+        None => None,
+        Some(addr) => {
+            let token = args
+                .token
+                .clone()
+                .or_else(|| std::env::var("INGERO_TOKEN").ok())
+                .filter(|t| !t.is_empty());
+            let options = HttpOptions {
+                addr,
+                token,
+                allow_origins: args.allow_origin.clone(),
+                max_body_bytes: args.max_body,
+            };
+            mcp::http::check_options(&options)?;
+            Some(options)
+        }
+    };
     let default_db = match &args.db {
         Some(p) => p
             .canonicalize()
@@ -59,7 +78,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let library = Library::new(&allow_dir)?;
     if !(args.sql_timeout.is_finite() && args.sql_timeout > 0.0) {
-        anyhow::bail!("--sql-timeout must be a positive number of seconds");
+        return Err(
+            BadArgument("--sql-timeout must be a positive number of seconds".into()).into(),
+        );
     }
     let config = Config {
         default_db,
@@ -74,21 +95,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("start the async runtime")?;
-    match args.http {
+    match http {
         None => runtime.block_on(mcp::stdio::serve(config)),
-        Some(addr) => {
-            let token = args
-                .token
-                .or_else(|| std::env::var("INGERO_TOKEN").ok())
-                .filter(|t| !t.is_empty());
-            let options = HttpOptions {
-                addr,
-                token,
-                allow_origins: args.allow_origin,
-                max_body_bytes: args.max_body,
-            };
-            runtime.block_on(mcp::http::serve(config, options))
-        }
+        Some(options) => runtime.block_on(mcp::http::serve(config, options)),
     }
 }
 

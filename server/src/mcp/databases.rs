@@ -43,6 +43,14 @@ pub struct OpenedDatabase {
     pub duration_s: f64,
 }
 
+/// True for a request that came over HTTP without a session: nothing it
+/// changes survives it, since each such request gets a fresh handler.
+fn is_sessionless_http(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"))
+}
+
 #[tool_router(router = databases_router, vis = "pub(crate)")]
 impl IngeroMcp {
     /// Lists the trace databases (.db files) in the folder this server may read, and which one is current.
@@ -95,6 +103,15 @@ impl IngeroMcp {
             Ok(p) => p,
             Err(e) => return Ok(failure(e.to_string())),
         };
+        if is_sessionless_http(&ctx) {
+            return Ok(failure(format!(
+                "open_database cannot hold over this connection: it is stateless HTTP (MCP \
+                 2026-07-28, no session), so the next request would still read the start-up \
+                 database. Pass db={:?} to each tool instead (or connect over stdio, or with \
+                 a 2025-11-25 session).",
+                args.path
+            )));
+        }
         let pool = self.shared.pools.get(&path);
         let info = self
             .run_on(pool.clone(), &ctx, "open_database", |db| {

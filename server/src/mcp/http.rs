@@ -39,8 +39,16 @@ pub struct HttpOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum HttpSetupError {
     /// Binding beyond loopback without a token would expose traces to the network.
-    #[error("refusing to listen on {0} without a token: set --token or INGERO_TOKEN (or bind 127.0.0.1)")]
+    #[error("refusing to listen on {0} without a token: set --token or INGERO_TOKEN (or bind 127.0.0.1); make one with `head -c 32 /dev/urandom | base64`")]
     NeedsToken(SocketAddr),
+    /// A token that can be guessed protects nothing on a network.
+    #[error("refusing to listen on {addr} with a weak token: {why}; make one with `head -c 32 /dev/urandom | base64`")]
+    WeakToken {
+        /// The non-loopback address asked for.
+        addr: SocketAddr,
+        /// What is wrong with the token.
+        why: String,
+    },
     /// An `--allow-origin` value is not `scheme://host[:port]`.
     #[error(
         "bad --allow-origin {0:?}: expected scheme://host[:port], e.g. https://app.example.com"
@@ -53,6 +61,8 @@ pub enum HttpSetupError {
 struct Guard {
     token: Option<Arc<str>>,
     origins: Arc<Vec<Origin>>,
+    /// Hosts of origins that are this machine (any port), as in an `Origin` header.
+    local_hosts: Arc<Vec<String>>,
 }
 
 /// A parsed origin: scheme, lower-case host, port (explicit or the scheme default).
@@ -97,9 +107,9 @@ impl Origin {
         })
     }
 
-    fn is_localhost(&self) -> bool {
-        matches!(self.scheme.as_str(), "http" | "https")
-            && matches!(self.host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+    /// A page of this machine: http(s) on one of `local_hosts`, any port.
+    fn is_local(&self, local_hosts: &[String]) -> bool {
+        matches!(self.scheme.as_str(), "http" | "https") && local_hosts.contains(&self.host)
     }
 }
 
@@ -108,7 +118,7 @@ impl Guard {
         let Some(origin) = value.to_str().ok().and_then(Origin::parse) else {
             return false;
         };
-        origin.is_localhost() || self.origins.contains(&origin)
+        origin.is_local(&self.local_hosts) || self.origins.contains(&origin)
     }
 
     fn token_ok(&self, value: Option<&HeaderValue>) -> bool {
@@ -168,23 +178,97 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     next.run(request).await
 }
 
+/// Shortest token accepted on a non-loopback bind, in characters.
+pub const MIN_TOKEN_CHARS: usize = 32;
+
+/// Why `token` is too weak to guard a network-facing server, if it is.
+/// A token must be long and not built from a handful of characters
+/// (`aaaa…`, `12121212…`); 32 random base64 characters carry 192 bits.
+pub fn token_weakness(token: &str) -> Option<String> {
+    let chars = token.chars().count();
+    if chars < MIN_TOKEN_CHARS {
+        return Some(format!(
+            "it has {chars} characters, at least {MIN_TOKEN_CHARS} are needed"
+        ));
+    }
+    let mut distinct: Vec<char> = token.chars().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < 8 {
+        return Some(format!(
+            "it uses only {} distinct characters",
+            distinct.len()
+        ));
+    }
+    if token.chars().any(char::is_whitespace) {
+        return Some("it contains white space".to_string());
+    }
+    None
+}
+
+/// Checks the options before anything is bound: a non-loopback address
+/// needs a strong token.
+pub fn check_options(options: &HttpOptions) -> Result<(), HttpSetupError> {
+    if options.addr.ip().is_loopback() {
+        return Ok(());
+    }
+    match options.token.as_deref() {
+        None => Err(HttpSetupError::NeedsToken(options.addr)),
+        Some(t) => match token_weakness(t) {
+            Some(why) => Err(HttpSetupError::WeakToken {
+                addr: options.addr,
+                why,
+            }),
+            None => Ok(()),
+        },
+    }
+}
+
+/// Hosts of the browser origins that are this machine: the local names,
+/// plus the bound address when it is another loopback address.
+fn local_origin_hosts(addr: &SocketAddr) -> Vec<String> {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    if addr.ip().is_loopback() {
+        let own = match addr.ip() {
+            std::net::IpAddr::V4(ip) => ip.to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        };
+        if !hosts.contains(&own) {
+            hosts.push(own);
+        }
+    }
+    hosts
+}
+
+/// The `Host` values a loopback bind answers to: the usual local names,
+/// plus the address actually bound (127.0.0.2 is loopback too).
+fn loopback_hosts(addr: &SocketAddr) -> Vec<String> {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    let own = addr.ip().to_string();
+    if !hosts.contains(&own) {
+        hosts.push(own);
+    }
+    hosts
+}
+
 /// Builds the axum application (exposed for tests and benches).
 pub fn app(config: Config, options: &HttpOptions, ct: CancellationToken) -> anyhow::Result<Router> {
-    if !options.addr.ip().is_loopback() && options.token.is_none() {
-        return Err(HttpSetupError::NeedsToken(options.addr).into());
-    }
+    check_options(options)?;
     let extra: Vec<Origin> = options
         .allow_origins
         .iter()
         .map(|o| Origin::parse(o).ok_or_else(|| HttpSetupError::BadOrigin(o.clone())))
         .collect::<Result<_, _>>()?;
+    let local_hosts = Arc::new(local_origin_hosts(&options.addr));
     let mut rmcp_origins: Vec<String> = ["http", "https"]
         .iter()
-        .flat_map(|s| {
-            ["localhost", "127.0.0.1", "[::1]"]
-                .iter()
-                .map(move |h| format!("{s}://{h}:*"))
-        })
+        .flat_map(|s| local_hosts.iter().map(move |h| format!("{s}://{h}:*")))
         .collect();
     rmcp_origins.extend(extra.iter().map(|o| match o.port {
         Some(p) => format!("{}://{}:{p}", o.scheme, o.host),
@@ -194,7 +278,9 @@ pub fn app(config: Config, options: &HttpOptions, ct: CancellationToken) -> anyh
         .with_cancellation_token(ct.child_token())
         .with_allowed_origins(rmcp_origins)
         .with_max_request_body_bytes(options.max_body_bytes);
-    if !options.addr.ip().is_loopback() {
+    if options.addr.ip().is_loopback() {
+        http_config = http_config.with_allowed_hosts(loopback_hosts(&options.addr));
+    } else {
         // Clients reach a public bind by names this process cannot know; the
         // token, not the Host header, protects it.
         http_config = http_config.disable_allowed_hosts();
@@ -208,9 +294,14 @@ pub fn app(config: Config, options: &HttpOptions, ct: CancellationToken) -> anyh
     let state = Guard {
         token: options.token.as_deref().map(Arc::from),
         origins: Arc::new(extra),
+        local_hosts,
     };
+    let max_body = options.max_body_bytes;
     Ok(Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(move |request, next| {
+            super::http_edge::edge(max_body, request, next)
+        }))
         .layer(axum::middleware::from_fn_with_state(state, guard))
         .layer(RequestBodyLimitLayer::new(options.max_body_bytes)))
 }
@@ -273,11 +364,14 @@ mod tests {
             origins: Arc::new(vec![
                 Origin::parse("https://app.example.com").expect("parse")
             ]),
+            local_hosts: Arc::new(local_origin_hosts(&"127.0.0.2:8080".parse().expect("addr"))),
         };
         let ok = |v: &str| g.origin_allowed(&HeaderValue::from_str(v).expect("header"));
         assert!(ok("http://localhost:6274"));
         assert!(ok("http://127.0.0.1"));
         assert!(ok("http://[::1]:3000"));
+        assert!(ok("http://127.0.0.2:8080"));
+        assert!(!ok("http://127.0.0.3:8080"));
         assert!(ok("https://app.example.com"));
         assert!(ok("https://app.example.com:443"));
         assert!(!ok("https://app.example.com:8443"));
@@ -290,6 +384,48 @@ mod tests {
         assert!(!tok("Bearer s3cret2"));
         assert!(!tok("Basic s3cret"));
         assert!(!g.token_ok(None));
+    }
+
+    #[test]
+    fn weak_tokens_are_named() {
+        assert!(token_weakness("a").is_some());
+        assert!(token_weakness(&"a".repeat(64)).is_some());
+        assert!(token_weakness(&"12".repeat(20)).is_some());
+        assert!(token_weakness("change me change me change me change me").is_some());
+        assert!(token_weakness("Qm9vdHN0cmFwIHRoZSB0b2tlbiBoZXJlIQ==").is_none());
+    }
+
+    #[test]
+    fn non_loopback_binds_need_a_strong_token() {
+        let options = |addr: &str, token: Option<&str>| HttpOptions {
+            addr: addr.parse().expect("addr"),
+            token: token.map(str::to_string),
+            allow_origins: Vec::new(),
+            max_body_bytes: 1 << 20,
+        };
+        assert!(check_options(&options("127.0.0.1:0", None)).is_ok());
+        assert!(check_options(&options("127.0.0.2:0", None)).is_ok());
+        assert!(matches!(
+            check_options(&options("0.0.0.0:0", None)),
+            Err(HttpSetupError::NeedsToken(_))
+        ));
+        assert!(matches!(
+            check_options(&options("0.0.0.0:0", Some("a"))),
+            Err(HttpSetupError::WeakToken { .. })
+        ));
+        let strong = "Qm9vdHN0cmFwIHRoZSB0b2tlbiBoZXJlIQ==";
+        assert!(check_options(&options("0.0.0.0:0", Some(strong))).is_ok());
+    }
+
+    #[test]
+    fn a_loopback_bind_answers_to_its_own_address() {
+        let hosts = loopback_hosts(&"127.0.0.2:8080".parse().expect("addr"));
+        assert!(hosts.contains(&"127.0.0.2".to_string()));
+        assert!(hosts.contains(&"localhost".to_string()));
+        assert_eq!(
+            loopback_hosts(&"127.0.0.1:1".parse().expect("addr")).len(),
+            3
+        );
     }
 
     #[test]

@@ -10,10 +10,12 @@ pub mod bundled;
 mod cache;
 pub mod capture;
 mod capture_tools;
+mod completion;
 mod databases;
 mod db;
 mod error_text;
 pub mod http;
+mod http_edge;
 pub mod prompts;
 mod schema;
 #[cfg(test)]

@@ -10,10 +10,11 @@ use super::Config;
 use ingero_store::TraceDb;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CallToolResult, CompleteRequestParams, CompleteResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{tool_handler, ErrorData, Peer, RoleServer, ServerHandler};
@@ -176,7 +177,21 @@ pub(crate) fn structured<T: Serialize>(
 /// (e.g. `tools/call` with `arguments` that are not an object), which is the
 /// client's error (-32602, saying what was expected), or a method it does
 /// not serve (-32601, saying which ones it does).
-pub(crate) fn unmatched_request(method: &str) -> ErrorData {
+///
+/// `initialize` does not exist from protocol 2026-07-28 on: asked under that
+/// protocol it is a removed method (-32601), not a malformed one.
+pub(crate) fn unmatched_request(method: &str, protocol: Option<&ProtocolVersion>) -> ErrorData {
+    if method == "initialize" && protocol.is_some_and(|p| !p.has_initialize()) {
+        return ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!(
+                "initialize is not part of MCP {}: send server/discover, or initialize \
+                 with an older protocolVersion (2025-11-25) for a session",
+                protocol.map_or("", |p| p.as_str())
+            ),
+            None,
+        );
+    }
     let expected = match method {
         "tools/call" | "prompts/get" => Some(r#"{"name": string, "arguments": object}"#),
         "tools/list" | "prompts/list" => Some(r#"nothing or {"cursor": string}"#),
@@ -246,6 +261,7 @@ impl ServerHandler for IngeroMcp {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
+                .enable_completions()
                 .build(),
         )
         .with_server_info(
@@ -284,12 +300,40 @@ impl ServerHandler for IngeroMcp {
             .map(Into::into)
     }
 
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let Reference::Prompt(prompt) = &request.r#ref else {
+            return Err(no_resources("completion/complete of a resource template"));
+        };
+        let library = self.shared.config.library.clone();
+        let databases = move || {
+            library
+                .list()
+                .map(|entries| entries.into_iter().map(|e| e.name).collect())
+                .unwrap_or_default()
+        };
+        let completion = super::completion::complete_prompt_argument(
+            &self.shared.prompts.list(),
+            &prompt.name,
+            &request.argument.name,
+            &request.argument.value,
+            databases,
+        )?;
+        Ok(CompleteResult::new(completion))
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(unmatched_request(&request.method))
+        Err(unmatched_request(
+            &request.method,
+            context.protocol_version().as_ref(),
+        ))
     }
 
     async fn list_resources(
@@ -310,10 +354,21 @@ impl ServerHandler for IngeroMcp {
 
     async fn read_resource(
         &self,
-        _request: ReadResourceRequestParams,
+        request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        Err(no_resources("resources/read"))
+        // No resource exists, so every URI is an unknown one (-32602 with
+        // the URI, as SEP-2164 asks of resources/read).
+        Err(ErrorData::invalid_params(
+            format!(
+                "no resource {:?}: this server offers no resources; read trace databases with \
+                 the tools (list_databases, open_database, run_sql, get_events)",
+                request.uri.chars().take(200).collect::<String>()
+            ),
+            Some(serde_json::json!({
+                "uri": request.uri.chars().take(2048).collect::<String>()
+            })),
+        ))
     }
 }
 
@@ -326,18 +381,30 @@ mod tests {
         // Found by tests/mcp/fuzz_tool_args.py: `arguments: [..]` used to be
         // answered "method not found: tools/call".
         for method in ["tools/call", "prompts/get", "tools/list", "initialize"] {
-            let e = unmatched_request(method);
-            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{method}");
+            let legacy = ProtocolVersion::V_2025_11_25;
+            for protocol in [None, Some(&legacy)] {
+                let e = unmatched_request(method, protocol);
+                assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{method}");
+                assert!(e.message.contains("expected"), "{}", e.message);
+            }
+            let e = unmatched_request(method, None);
             assert!(e.message.contains("expected"), "{}", e.message);
         }
     }
 
     #[test]
+    fn initialize_under_the_stateless_protocol_is_a_removed_method() {
+        let e = unmatched_request("initialize", Some(&ProtocolVersion::V_2026_07_28));
+        assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
+        assert!(e.message.contains("server/discover"), "{}", e.message);
+    }
+
+    #[test]
     fn unserved_methods_say_what_is_served() {
-        let e = unmatched_request("no/such");
+        let e = unmatched_request("no/such", None);
         assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
         assert!(e.message.contains("tools/*"), "{}", e.message);
-        let e = unmatched_request("resources/read");
+        let e = unmatched_request("resources/read", None);
         assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
         assert!(e.message.contains("no resources"), "{}", e.message);
     }

@@ -1,0 +1,182 @@
+//! JSON-RPC answers at the HTTP edge for what rmcp answers in plain text.
+//!
+//! rmcp replies 415 "Unsupported Media Type" to a body that is not a
+//! JSON-RPC message, even when the `Content-Type` is right, and 202 to a
+//! session `DELETE`. JSON-RPC 2.0 says unparsable JSON gets a -32700 error
+//! and a malformed message -32600, and the MCP clients expect 200 or 204
+//! from `DELETE`. This middleware sits in front of rmcp and fixes both,
+//! leaving every other request untouched.
+
+use axum::body::{to_bytes, Body, Bytes};
+use axum::extract::Request;
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::model::ClientJsonRpcMessage;
+use serde_json::{json, Value};
+
+/// JSON-RPC "Parse error": the body is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC "Invalid Request": JSON, but not a JSON-RPC message.
+pub const INVALID_REQUEST: i64 = -32600;
+
+/// What the edge decided about one POST body.
+#[derive(Debug, PartialEq)]
+pub enum BodyVerdict {
+    /// A JSON-RPC message rmcp can read: pass it on.
+    Forward,
+    /// Refused with this JSON-RPC error code, message and request id.
+    Refuse {
+        /// -32700 or -32600.
+        code: i64,
+        /// Why, for the client.
+        message: String,
+        /// The request's id when one could be read, else JSON null.
+        id: Value,
+    },
+}
+
+/// Judges a POST body that claims to be JSON.
+pub fn judge_body(body: &[u8]) -> BodyVerdict {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return BodyVerdict::Refuse {
+                code: PARSE_ERROR,
+                message: format!("Parse error: the body is not valid JSON ({e})"),
+                id: Value::Null,
+            }
+        }
+    };
+    let id = value.get("id").cloned().unwrap_or(Value::Null);
+    if value.is_array() {
+        return BodyVerdict::Refuse {
+            code: INVALID_REQUEST,
+            message: "Invalid Request: JSON-RPC batches are not part of MCP; send one message \
+                      per request"
+                .to_string(),
+            id: Value::Null,
+        };
+    }
+    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
+        Ok(_) => BodyVerdict::Forward,
+        Err(e) => BodyVerdict::Refuse {
+            code: INVALID_REQUEST,
+            message: format!(
+                "Invalid Request: not a JSON-RPC 2.0 request, notification or response ({e})"
+            ),
+            id,
+        },
+    }
+}
+
+fn is_json(request: &Request) -> bool {
+    request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        })
+}
+
+fn jsonrpc_error(code: i64, message: String, id: Value) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
+    let mut response = (StatusCode::BAD_REQUEST, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The middleware: checks JSON POST bodies (at most `max_body` bytes, the
+/// size cap applied outside it) and turns a successful `DELETE`'s 202 into 204.
+pub async fn edge(max_body: usize, request: Request, next: Next) -> Response {
+    if request.method() == Method::DELETE {
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = Body::empty();
+            response.headers_mut().remove(header::CONTENT_TYPE);
+            response.headers_mut().remove(header::CONTENT_LENGTH);
+        }
+        return response;
+    }
+    if request.method() != Method::POST || !is_json(&request) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes: Bytes = match to_bytes(body, max_body).await {
+        Ok(b) => b,
+        Err(_) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: request body exceeds {max_body} bytes"),
+            )
+                .into_response()
+        }
+    };
+    match judge_body(&bytes) {
+        BodyVerdict::Forward => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        BodyVerdict::Refuse { code, message, id } => jsonrpc_error(code, message, id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(body: &str) -> Option<i64> {
+        match judge_body(body.as_bytes()) {
+            BodyVerdict::Forward => None,
+            BodyVerdict::Refuse { code, .. } => Some(code),
+        }
+    }
+
+    #[test]
+    fn unparsable_json_is_a_parse_error() {
+        assert_eq!(code("{\"jsonrpc\": \"2.0\", "), Some(PARSE_ERROR));
+        assert_eq!(code("not json"), Some(PARSE_ERROR));
+        assert_eq!(code(""), Some(PARSE_ERROR));
+    }
+
+    #[test]
+    fn json_that_is_not_a_message_is_an_invalid_request() {
+        assert_eq!(code("42"), Some(INVALID_REQUEST));
+        assert_eq!(code("{\"hello\": 1}"), Some(INVALID_REQUEST));
+        assert_eq!(
+            code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            Some(INVALID_REQUEST)
+        );
+    }
+
+    #[test]
+    fn messages_pass() {
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), None);
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}"#),
+            None
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            None
+        );
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":7,"method":"no/such"}"#), None);
+    }
+
+    #[test]
+    fn the_id_is_kept_when_it_can_be_read() {
+        match judge_body(br#"{"id": 9, "method": 3}"#) {
+            BodyVerdict::Refuse { id, .. } => assert_eq!(id, json!(9)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
