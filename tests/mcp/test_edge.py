@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import PromptReference
+from test_mcp import HttpServer
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "tests/data/ingero-investigations/pytorch-dataloader-starvation.db"
@@ -49,25 +49,11 @@ def ok(name: str, cond: bool, detail: Any = "") -> None:
         print(f"FAIL {name}: {detail}", flush=True)
 
 
-class Server:
-    """`ingero mcp --http ADDR` in the background; `url` once it listens."""
+class Server(HttpServer):
+    """The end-to-end test's HTTP server, with raw requests on the side."""
 
     def __init__(self, binary: str, addr: str, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
-        self.fh = open(log, "w")
-        self.log = log
-        self.proc = subprocess.Popen([binary, "mcp", "--http", addr, *args], stdout=subprocess.DEVNULL, stderr=self.fh, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
-        self.url = ""
-        deadline = time.time() + 30
-        while time.time() < deadline and not self.url:
-            m = re.search(r"listening on (http://\S+/mcp)", log.read_text())
-            if m:
-                self.url = m.group(1)
-            elif self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {log.read_text()}")
-            else:
-                time.sleep(0.05)
-        if not self.url:
-            raise RuntimeError("server did not start")
+        super().__init__(binary, args, log, env=env, addr=addr)
         m = re.match(r"http://([^/]+):(\d+)/mcp", self.url)
         assert m
         self.host, self.port = m.group(1), int(m.group(2))
@@ -81,14 +67,6 @@ class Server:
         ctype = r.getheader("Content-Type") or ""
         conn.close()
         return r.status, ctype, data
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.fh.close()
 
 
 def error_of(data: bytes) -> tuple[Any, Any]:

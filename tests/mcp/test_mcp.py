@@ -357,12 +357,12 @@ async def run_stdio(binary: str, lib: Path, seed: Path, demo: Path | None, mode:
 
 
 class HttpServer:
-    """`ingero mcp --http 127.0.0.1:0` in the background."""
+    """`ingero mcp --http ADDR` (127.0.0.1:0 unless told) in the background; `url` once it listens."""
 
-    def __init__(self, binary: str, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, binary: str, args: list[str], log: Path, env: dict[str, str] | None = None, addr: str = "127.0.0.1:0") -> None:
         self.log = log
         self.fh = open(log, "w")
-        self.proc = subprocess.Popen([binary, "mcp", "--http", "127.0.0.1:0", *args], stdout=subprocess.DEVNULL, stderr=self.fh, env={**os.environ, **(env or {})})
+        self.proc = subprocess.Popen([binary, "mcp", "--http", addr, *args], stdout=subprocess.DEVNULL, stderr=self.fh, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         deadline = time.time() + 30
         self.url = ""
         while time.time() < deadline:

@@ -20,7 +20,7 @@ pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC "Invalid Request": JSON, but not a JSON-RPC message.
 pub const INVALID_REQUEST: i64 = -32600;
 
-/// What the edge decided about one POST body.
+/// What the edge decided about one message (a POST body, a stdio line).
 #[derive(Debug, PartialEq)]
 pub enum BodyVerdict {
     /// A JSON-RPC message rmcp can read: pass it on.
@@ -36,14 +36,15 @@ pub enum BodyVerdict {
     },
 }
 
-/// Judges a POST body that claims to be JSON.
-pub fn judge_body(body: &[u8]) -> BodyVerdict {
-    let value: Value = match serde_json::from_slice(body) {
+/// Judges one message that claims to be JSON; `unit` names it in the
+/// error text ("body" over HTTP, "line" on stdio).
+pub fn judge_message(message: &[u8], unit: &str) -> BodyVerdict {
+    let value: Value = match serde_json::from_slice(message) {
         Ok(v) => v,
         Err(e) => {
             return BodyVerdict::Refuse {
                 code: PARSE_ERROR,
-                message: format!("Parse error: the body is not valid JSON ({e})"),
+                message: format!("Parse error: the {unit} is not valid JSON ({e})"),
                 id: Value::Null,
             }
         }
@@ -52,9 +53,9 @@ pub fn judge_body(body: &[u8]) -> BodyVerdict {
     if value.is_array() {
         return BodyVerdict::Refuse {
             code: INVALID_REQUEST,
-            message: "Invalid Request: JSON-RPC batches are not part of MCP; send one message \
-                      per request"
-                .to_string(),
+            message: format!(
+                "Invalid Request: JSON-RPC batches are not part of MCP; send one message per {unit}"
+            ),
             id: Value::Null,
         };
     }
@@ -68,6 +69,11 @@ pub fn judge_body(body: &[u8]) -> BodyVerdict {
             id,
         },
     }
+}
+
+/// A JSON-RPC error response with no request behind it (or the given id).
+pub fn error_response(code: i64, message: &str, id: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
 }
 
 fn is_json(request: &Request) -> bool {
@@ -85,8 +91,8 @@ fn is_json(request: &Request) -> bool {
 }
 
 fn jsonrpc_error(code: i64, message: String, id: Value) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
-    let mut response = (StatusCode::BAD_REQUEST, body.to_string()).into_response();
+    let body = error_response(code, &message, id);
+    let mut response = (StatusCode::BAD_REQUEST, body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -121,7 +127,7 @@ pub async fn edge(max_body: usize, request: Request, next: Next) -> Response {
                 .into_response()
         }
     };
-    match judge_body(&bytes) {
+    match judge_message(&bytes, "body") {
         BodyVerdict::Forward => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
@@ -135,7 +141,7 @@ mod tests {
     use super::*;
 
     fn code(body: &str) -> Option<i64> {
-        match judge_body(body.as_bytes()) {
+        match judge_message(body.as_bytes(), "body") {
             BodyVerdict::Forward => None,
             BodyVerdict::Refuse { code, .. } => Some(code),
         }
@@ -174,7 +180,7 @@ mod tests {
 
     #[test]
     fn the_id_is_kept_when_it_can_be_read() {
-        match judge_body(br#"{"id": 9, "method": 3}"#) {
+        match judge_message(br#"{"id": 9, "method": 3}"#, "body") {
             BodyVerdict::Refuse { id, .. } => assert_eq!(id, json!(9)),
             other => panic!("{other:?}"),
         }

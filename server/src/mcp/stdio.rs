@@ -6,11 +6,11 @@
 //! JSON-RPC 2.0 says), the rest are passed to rmcp through an in-process
 //! pipe. One writer owns stdout, so answers never interleave inside a line.
 
+use super::http_edge::{error_response, judge_message, BodyVerdict, INVALID_REQUEST};
 use super::server::IngeroMcp;
 use super::Config;
-use rmcp::model::ClientJsonRpcMessage;
 use rmcp::ServiceExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -58,41 +58,17 @@ pub enum LineVerdict {
     Answer(String),
 }
 
-/// Judges one line (without its newline).
+/// Judges one line (without its newline), as the HTTP edge judges a body.
 pub fn judge_line(line: &str) -> LineVerdict {
     if line.trim().is_empty() {
         return LineVerdict::Skip;
     }
-    let value: Value = match serde_json::from_str(line) {
-        Ok(v) => v,
-        Err(e) => {
-            return LineVerdict::Answer(error_line(
-                -32700,
-                &format!("Parse error: the line is not valid JSON ({e})"),
-                Value::Null,
-            ))
+    match judge_message(line.as_bytes(), "line") {
+        BodyVerdict::Forward => LineVerdict::Forward,
+        BodyVerdict::Refuse { code, message, id } => {
+            LineVerdict::Answer(error_response(code, &message, id))
         }
-    };
-    let id = value.get("id").cloned().unwrap_or(Value::Null);
-    if value.is_array() {
-        return LineVerdict::Answer(error_line(
-            -32600,
-            "Invalid Request: JSON-RPC batches are not part of MCP; send one message per line",
-            Value::Null,
-        ));
     }
-    match serde_json::from_value::<ClientJsonRpcMessage>(value) {
-        Ok(_) => LineVerdict::Forward,
-        Err(e) => LineVerdict::Answer(error_line(
-            -32600,
-            &format!("Invalid Request: not a JSON-RPC 2.0 request, notification or response ({e})"),
-            id,
-        )),
-    }
-}
-
-fn error_line(code: i64, message: &str, id: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
 }
 
 /// Reads client lines, forwarding messages to rmcp and answering the rest.
@@ -116,8 +92,8 @@ where
             break;
         }
         if buf.len() > MAX_LINE_BYTES {
-            let line = error_line(
-                -32600,
+            let line = error_response(
+                INVALID_REQUEST,
                 &format!("Invalid Request: message longer than {MAX_LINE_BYTES} bytes"),
                 Value::Null,
             );
