@@ -5,6 +5,7 @@
 //! that opens native files and Ingero (Go) files alike and presents both under
 //! the same table names, so the analysis engine has one dialect to speak.
 
+pub mod activity;
 pub mod aggregate;
 pub mod catalog;
 pub mod clip;

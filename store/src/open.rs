@@ -118,6 +118,13 @@ impl TraceDb {
         })
     }
 
+    /// True when the file holds the exact per-thread activity spans
+    /// (`cuda_activity`, native schema 3 on); other files have them derived
+    /// from raw rows by the reader.
+    pub fn has_activity_spans(&self) -> bool {
+        matches!(self.format, DbFormat::Native { version } if version >= 3)
+    }
+
     /// The read-only connection, with the native table names available.
     pub fn conn(&self) -> &Connection {
         &self.conn

@@ -237,7 +237,32 @@ ALTER TABLE aggregates ADD COLUMN nested_threads INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT 0;
 "#
     ),
+    ACTIVITY_TABLE_SQL,
 ];
+
+/// Table added in schema version 3: per-thread CUDA activity spans, written
+/// exactly whatever the raw-row sampling (rule in [`crate::activity`]).
+pub const ACTIVITY_TABLE_SQL: &str = r#"
+-- Per-thread CUDA activity, every outer call folded in (store/src/activity.rs):
+-- kind 1 = burst (outer calls of one thread less than 1 ms apart; *_ns = time inside them per
+-- part, the rest of the span is host time between calls), kind 2 = queued work (first
+-- asynchronous launch/copy/graph launch after a sync, to the end of a sync that waited >= 100 us).
+CREATE TABLE cuda_activity (
+    session_id    INTEGER NOT NULL,
+    pid           INTEGER NOT NULL,
+    tid           INTEGER NOT NULL,
+    kind          INTEGER NOT NULL,
+    start_ns      INTEGER NOT NULL,
+    end_ns        INTEGER NOT NULL,
+    calls         INTEGER NOT NULL DEFAULT 0,
+    launch_ns     INTEGER NOT NULL DEFAULT 0,
+    alloc_free_ns INTEGER NOT NULL DEFAULT 0,
+    sync_ns       INTEGER NOT NULL DEFAULT 0,
+    copy_ns       INTEGER NOT NULL DEFAULT 0,
+    other_ns      INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX cuda_activity_pid ON cuda_activity(pid, start_ns);
+"#;
 
 /// Newest schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -1,7 +1,8 @@
 //! The batched writer every producer (live capture, demo generator) goes through.
 
+use crate::activity::{ActivitySpan, ActivityTracker, OpRole};
 use crate::aggregate::{AggKey, Aggregator};
-use crate::catalog::AggSource;
+use crate::catalog::{cuda_op, AggSource, HostKind};
 use crate::error::{Result, StoreError};
 use crate::insert_rows::insert_rows;
 use crate::model::CudaCall;
@@ -9,7 +10,7 @@ use crate::model::{Event, ProcessInfo, SessionInfo, SystemSnapshot};
 use crate::nesting::{NESTED, OUTER};
 use crate::schema::migrate;
 use rusqlite::{params, Connection, OpenFlags};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Which raw rows to keep. Aggregates always count every event.
@@ -100,6 +101,42 @@ pub struct TraceWriter {
     pending: Aggregator,
     kept_this_bucket: HashMap<AggKey, u32>,
     current_bucket: i64,
+    activity: ActivityTracker,
+    /// Threads seen making CUDA calls: their context switches are always kept.
+    cuda_threads: HashSet<(i32, i32)>,
+}
+
+/// Columns of a `cuda_activity` row, in the order of [`activity_row`].
+const ACTIVITY_COLUMNS: [&str; 12] = [
+    "session_id",
+    "pid",
+    "tid",
+    "kind",
+    "start_ns",
+    "end_ns",
+    "calls",
+    "launch_ns",
+    "alloc_free_ns",
+    "sync_ns",
+    "copy_ns",
+    "other_ns",
+];
+
+fn activity_row(session_id: i64, s: &ActivitySpan) -> [i64; 12] {
+    [
+        session_id,
+        i64::from(s.pid),
+        i64::from(s.tid),
+        s.kind.id(),
+        s.start_ns,
+        s.end_ns,
+        s.calls,
+        s.parts[0],
+        s.parts[1],
+        s.parts[2],
+        s.parts[3],
+        s.parts[4],
+    ]
 }
 
 impl TraceWriter {
@@ -160,6 +197,8 @@ impl TraceWriter {
             pending: Aggregator::default(),
             kept_this_bucket: HashMap::new(),
             current_bucket: i64::MIN,
+            activity: ActivityTracker::default(),
+            cuda_threads: HashSet::new(),
         })
     }
 
@@ -181,6 +220,13 @@ impl TraceWriter {
         else {
             return true;
         };
+        // The GPU-driving threads' context switches place their off-CPU
+        // time exactly in the idle breakdown: never sampled away.
+        if let Event::Host(h) = event {
+            if h.kind == HostKind::SchedSwitch && self.cuda_threads.contains(&(h.pid, h.tid)) {
+                return true;
+            }
+        }
         let (key, dur, _) = Aggregator::key_of(event);
         if key.bucket_ns != self.current_bucket {
             if key.bucket_ns > self.current_bucket {
@@ -205,6 +251,24 @@ impl TraceWriter {
 
     /// Stores a batch of events (raw rows per policy, plus aggregates) in one transaction.
     pub fn write_batch(&mut self, events: &[Event]) -> Result<()> {
+        let mut newest = i64::MIN;
+        for e in events {
+            if let Event::Cuda(c) = e {
+                newest = newest.max(c.ts_ns);
+                self.cuda_threads.insert((c.pid, c.tid));
+                if !c.nested {
+                    let role = cuda_op(c.op_id)
+                        .map(|op| OpRole::of(op.name, op.class))
+                        .unwrap_or_default();
+                    self.activity
+                        .add(c.pid, c.tid, c.ts_ns, c.dur_ns, c.stream, role);
+                }
+            }
+        }
+        if newest > i64::MIN {
+            self.activity.close_before(newest);
+        }
+        let spans = self.activity.drain();
         let keep: Vec<bool> = events.iter().map(|e| self.keep_raw(e)).collect();
         for (e, k) in events.iter().zip(&keep) {
             self.pending.add(e, *k);
@@ -233,6 +297,11 @@ impl TraceWriter {
             }
             insert_rows(&tx, "cuda_calls", &CUDA_CALL_COLUMNS, &cuda)?;
             insert_rows(&tx, "host_events", &HOST_EVENT_COLUMNS, &host)?;
+            let activity: Vec<[i64; 12]> = spans
+                .iter()
+                .map(|s| activity_row(self.session_id, s))
+                .collect();
+            insert_rows(&tx, "cuda_activity", &ACTIVITY_COLUMNS, &activity)?;
             let mut agg = tx.prepare_cached(
                 "INSERT INTO aggregates(session_id, bucket_ns, pid, source, code, count, stored, \
                  sum_dur_ns, min_dur_ns, max_dur_ns, sum_bytes, sum_threads, small_launches, \
@@ -344,7 +413,17 @@ impl TraceWriter {
 
     /// Marks the session stopped and folds the WAL into the main file, so the
     /// database is a single self-contained file that opens read-only anywhere.
-    pub fn finish(self, stopped_ns: i64) -> Result<PathBuf> {
+    pub fn finish(mut self, stopped_ns: i64) -> Result<PathBuf> {
+        let spans = std::mem::take(&mut self.activity).finish();
+        let rows: Vec<[i64; 12]> = spans
+            .iter()
+            .map(|s| activity_row(self.session_id, s))
+            .collect();
+        {
+            let tx = self.conn.transaction()?;
+            insert_rows(&tx, "cuda_activity", &ACTIVITY_COLUMNS, &rows)?;
+            tx.commit()?;
+        }
         self.conn.execute(
             "UPDATE sessions SET stopped_ns = ?2 WHERE id = ?1",
             params![self.session_id, stopped_ns],

@@ -8,6 +8,8 @@
 use crate::error::Result;
 use crate::scope::Scope;
 use ingero_store::catalog::{copy_kind, loss_source, unfinished};
+use ingero_store::nesting::{NESTED, NOT_RECORDED};
+use ingero_store::schema::SMALL_LAUNCH_THREADS;
 use ingero_store::{
     AggSource, CaptureSpan, CudaApi, DbFormat, HostKind, OpClass, ProcessInfo, ResolvedWindow,
     SystemSnapshot, TraceDb,
@@ -49,8 +51,12 @@ pub struct Call {
     pub stream: i64,
     /// True for a driver-API call made inside a runtime-API call of the same
     /// thread (`cuLaunchKernel` inside `cudaLaunchKernel`): the same work,
-    /// counted once by analyses that count operations.
+    /// counted once by analyses that count operations. Read from the
+    /// capture's own flag; inferred from time containment only for files
+    /// that did not record it.
     pub nested: bool,
+    /// Threads a kernel launch started (grid x block), 0 otherwise or unknown.
+    pub threads: i64,
 }
 
 impl Call {
@@ -87,6 +93,31 @@ pub struct AggRow {
     pub max_dur_ns: i64,
     /// Sum of bytes.
     pub sum_bytes: i64,
+    /// Of `count`, calls nested in another call of their thread (the driver
+    /// half of a runtime call, [`ingero_store::nesting`]).
+    pub nested_count: i64,
+    /// Of `sum_dur_ns`, the nested calls' time.
+    pub nested_dur_ns: i64,
+    /// Of `sum_bytes`, the nested calls' bytes.
+    pub nested_bytes: i64,
+    /// Threads launched (grid x block summed over launches).
+    pub sum_threads: i64,
+    /// Launches of at most [`ingero_store::schema::SMALL_LAUNCH_THREADS`] threads.
+    pub small_launches: i64,
+    /// Of `small_launches`, nested ones.
+    pub nested_small_launches: i64,
+}
+
+impl AggRow {
+    /// Outer calls counted (each logical call once).
+    pub fn outer_count(&self) -> i64 {
+        self.count - self.nested_count
+    }
+
+    /// Time of the outer calls, ns.
+    pub fn outer_dur_ns(&self) -> i64 {
+        self.sum_dur_ns - self.nested_dur_ns
+    }
 }
 
 /// A raw host event kept individually.
@@ -139,7 +170,15 @@ fn edge_buckets(
         .collect();
     aggs.retain(|a| !cut.contains(&a.bucket_ns));
     let mut rebuilt: BTreeMap<(i64, i32, u8, i64), AggRow> = BTreeMap::new();
-    let mut add = |bucket: i64, pid: i32, source: AggSource, code: i64, dur: i64, bytes: i64| {
+    fn add(
+        rebuilt: &mut BTreeMap<(i64, i32, u8, i64), AggRow>,
+        bucket: i64,
+        pid: i32,
+        source: AggSource,
+        code: i64,
+        dur: i64,
+        bytes: i64,
+    ) -> &mut AggRow {
         let e = rebuilt
             .entry((bucket, pid, source as u8, code))
             .or_insert(AggRow {
@@ -152,13 +191,20 @@ fn edge_buckets(
                 sum_dur_ns: 0,
                 max_dur_ns: 0,
                 sum_bytes: 0,
+                nested_count: 0,
+                nested_dur_ns: 0,
+                nested_bytes: 0,
+                sum_threads: 0,
+                small_launches: 0,
+                nested_small_launches: 0,
             });
         e.count += 1;
         e.stored += 1;
         e.sum_dur_ns += dur;
         e.max_dur_ns = e.max_dur_ns.max(dur);
         e.sum_bytes += bytes;
-    };
+        e
+    }
     for &b in &cut {
         let lo = b.max(window.lo_ns);
         let hi = (b + bucket_ns - 1).min(window.hi_ns);
@@ -166,14 +212,25 @@ fn edge_buckets(
             let copies = ops
                 .get(&c.op_id)
                 .is_some_and(|o| matches!(o.class, OpClass::Copy | OpClass::Alloc));
-            add(
+            let bytes = if copies { c.bytes } else { 0 };
+            let e = add(
+                &mut rebuilt,
                 b,
                 c.pid,
                 AggSource::Cuda,
                 c.op_id as i64,
                 c.dur_ns,
-                if copies { c.bytes } else { 0 },
+                bytes,
             );
+            let small = i64::from(c.threads > 0 && c.threads <= SMALL_LAUNCH_THREADS);
+            e.sum_threads += c.threads;
+            e.small_launches += small;
+            if c.nested {
+                e.nested_count += 1;
+                e.nested_dur_ns += c.dur_ns;
+                e.nested_bytes += bytes;
+                e.nested_small_launches += small;
+            }
         }
         let mut stmt = conn.prepare_cached(
             "SELECT pid, kind, dur_ns, CASE WHEN kind = 3 THEN 4096 << MIN(MAX(arg, 0), 20) ELSE 0 END \
@@ -182,6 +239,7 @@ fn edge_buckets(
         let mut rows = stmt.query(params![lo, hi])?;
         while let Some(r) = rows.next()? {
             add(
+                &mut rebuilt,
                 b,
                 r.get(0)?,
                 AggSource::Host,
@@ -329,15 +387,18 @@ impl Dataset {
         let pid_filter = scope.pid.unwrap_or(0);
         let mut calls = Vec::new();
         let mut unfinished_calls: i64 = 0;
+        let mut unrecorded_nesting = false;
         {
             // Over the whole capture a plain table scan (rows arrive in time
             // order, sorted below for late ones) beats walking the time index.
             let whole = window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns;
             let sql = if whole {
-                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret FROM cuda_calls NOT INDEXED \
+                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
+                 grid_x * grid_y * grid_z * block_x * block_y * block_z FROM cuda_calls NOT INDEXED \
                  WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3)"
             } else {
-                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret FROM cuda_calls \
+                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
+                 grid_x * grid_y * grid_z * block_x * block_y * block_z FROM cuda_calls \
                  WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns"
             };
             let mut stmt = conn.prepare(sql).map_err(q)?;
@@ -354,21 +415,26 @@ impl Dataset {
                     op_id: r.get::<_, i64>(5).map_err(q)? as u16,
                     copy_kind: r.get::<_, i64>(6).map_err(q)?.clamp(-1, 127) as i8,
                     stream: r.get(7).map_err(q)?,
-                    nested: false,
+                    nested: r.get::<_, i64>(9).map_err(q)? == NESTED,
+                    threads: r.get(10).map_err(q)?,
                 });
+                unrecorded_nesting |= r.get::<_, i64>(9).map_err(q)? == NOT_RECORDED;
                 if unfinished::is_unfinished(r.get(8).map_err(q)?) {
                     unfinished_calls += 1;
                 }
             }
             calls.sort_by_key(|c| c.ts_ns);
-            mark_nested(&mut calls, &ops);
+            if unrecorded_nesting {
+                mark_nested(&mut calls, &ops);
+            }
         }
 
         let mut aggs = Vec::new();
         {
             let mut stmt = conn
                 .prepare(
-                    "SELECT bucket_ns, pid, source, code, count, stored, sum_dur_ns, max_dur_ns, sum_bytes \
+                    "SELECT bucket_ns, pid, source, code, count, stored, sum_dur_ns, max_dur_ns, sum_bytes, \
+                     nested_count, nested_dur_ns, nested_bytes, sum_threads, small_launches, nested_small_launches \
                      FROM aggregates WHERE bucket_ns + ?3 > ?1 AND bucket_ns <= ?2",
                 )
                 .map_err(q)?;
@@ -389,6 +455,12 @@ impl Dataset {
                     sum_dur_ns: r.get(6).map_err(q)?,
                     max_dur_ns: r.get(7).map_err(q)?,
                     sum_bytes: r.get(8).map_err(q)?,
+                    nested_count: r.get(9).map_err(q)?,
+                    nested_dur_ns: r.get(10).map_err(q)?,
+                    nested_bytes: r.get(11).map_err(q)?,
+                    sum_threads: r.get(12).map_err(q)?,
+                    small_launches: r.get(13).map_err(q)?,
+                    nested_small_launches: r.get(14).map_err(q)?,
                 });
             }
         }
