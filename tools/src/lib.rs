@@ -8,12 +8,14 @@
 //! [`explain`] (all of it as one report). Every function reads a
 //! [`ingero_store::TraceDb`] through a [`dataset::Dataset`] loaded once.
 
+pub mod activity;
 pub mod chains;
 pub mod dataset;
 pub mod error;
 pub mod events;
 pub mod explain;
 pub mod format;
+pub mod gpu_activity;
 pub mod idle;
 pub mod library;
 pub mod percentile;

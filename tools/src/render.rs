@@ -67,51 +67,77 @@ pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
     }
     for p in list {
         let c = &p.causes;
+        let source = match p.busy_source {
+            crate::gpu_activity::BusySource::NvmlProcess => "measured, NVML per-process samples",
+            crate::gpu_activity::BusySource::NvmlDevice => "measured, NVML device samples",
+            crate::gpu_activity::BusySource::HostBound => {
+                "not measured: no GPU samples, host-side upper bound"
+            }
+        };
+        let bound = if p.busy_is_upper_bound {
+            "at least "
+        } else {
+            ""
+        };
+        let busy_word = if p.busy_is_upper_bound {
+            "busy at most"
+        } else {
+            "busy"
+        };
         let _ = writeln!(
             s,
-            "  pid {} {}: GPU idle {} of {} (busy {}, inside CUDA calls {}, host wait {})",
+            "  pid {} {}: GPU idle {bound}{} of {} ({busy_word} {}, {source}; inside CUDA calls {})",
             p.pid,
             p.comm,
             pct(p.idle_share),
             ns(p.span_ns),
             ns(p.busy_ns),
             ns(p.api_ns),
-            ns(p.host_wait_ns)
         );
-        let parts = [
-            ("before first call", c.before_first_call_ns),
-            ("host compute (on-CPU, outside CUDA)", c.host_compute_ns),
-            ("during page-allocation storms", c.page_alloc_storm_ns),
-            ("preempted (run queue)", c.off_cpu_preempted_ns),
-            ("waiting on DataLoader workers", c.waiting_on_workers_ns),
-            ("blocked", c.off_cpu_blocked_ns),
-            ("off-CPU (reason not recorded)", c.off_cpu_unknown_ns),
-            ("after last call", c.after_last_call_ns),
-        ];
-        for (label, v) in parts.iter().filter(|(_, v)| *v > 0) {
+        if !p.others_on_gpu.is_empty() {
             let _ = writeln!(
                 s,
-                "      {label:<38} {:>10} ({})",
+                "      the device samples also count other processes on GPU {}: {:?}",
+                p.gpu.unwrap_or(0),
+                p.others_on_gpu
+            );
+        }
+        let _ = writeln!(
+            s,
+            "      while the GPU idled ({}), GPU thread {} was:",
+            ns(p.host_wait_ns),
+            p.gpu_thread
+        );
+        for (label, v) in c.labelled().iter().filter(|(_, v)| *v > 0) {
+            let _ = writeln!(
+                s,
+                "      {label:<40} {:>10} ({} of the idle time)",
                 ns(*v),
                 pct(*v as f64 / p.host_wait_ns.max(1) as f64)
             );
         }
         let _ = writeln!(
             s,
-            "      gaps >= 500 ms: {} ({}); chunks under 50% busy: {}/{}; launches {} ({:.1}/s, {} per sync); syncs {}; sync copies {}; pageable async copies {}",
+            "      gaps >= 500 ms: {} ({}, {}); chunks under 50% busy: {}/{}; launches {} ({:.1}/s, {} of at most 65,536 threads, {} per sync); graph launches {}; syncs {}; sync copies {}; pageable async copies {}",
             p.long_gaps,
             ns(p.long_gaps_ns),
+            p.utilization.basis,
             p.utilization.low_chunks,
             p.utilization.chunks,
             count(p.launches.launches),
             p.launches.launches_per_s,
+            count(p.launches.small_launches),
             p.launches
                 .launches_per_sync
                 .map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}")),
+            count(p.launches.graph_launches),
             p.sync.syncs,
             p.sync.sync_copies,
             p.sync.pageable_async_copies
         );
+        for b in &p.basis {
+            let _ = writeln!(s, "      basis: {b}");
+        }
     }
     s
 }

@@ -1,0 +1,198 @@
+//! Host-side launch and synchronisation statistics of one process, and the
+//! rule checks (Nsight- and HTA-style) evaluated on them.
+
+use super::{RuleCheck, Utilization};
+use crate::dataset::{Call, Dataset};
+use ingero_store::activity::OpRole;
+use ingero_store::{AggSource, CudaApi, OpClass};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// CPU-side kernel-launch statistics (the host half of launch analysis).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct LaunchStats {
+    /// Kernel launches, each logical launch once (runtime calls, and driver
+    /// calls made directly by the application), from the totals: every
+    /// launch, kept as a raw row or not.
+    pub launches: i64,
+    /// CUDA graph launches (each enqueues many kernels).
+    pub graph_launches: i64,
+    /// Launches per second of lifetime.
+    pub launches_per_s: f64,
+    /// Median time inside a launch call, ns (raw rows).
+    pub launch_p50_ns: Option<i64>,
+    /// 99th percentile of launch call time, ns (raw rows).
+    pub launch_p99_ns: Option<i64>,
+    /// Launches per synchronisation: few means the host waits after every small batch of kernels.
+    pub launches_per_sync: Option<f64>,
+    /// Launches of at most 65,536 threads (grid x block), from the totals.
+    pub small_launches: i64,
+    /// Mean threads per launch where the geometry was read, `None` without any.
+    pub mean_threads_per_launch: Option<f64>,
+}
+
+/// Calls that block the host until the GPU is done (Nsight's synchronous-operation rules).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct SyncStats {
+    /// Stream, device, context and event synchronisations (raw rows).
+    pub syncs: i64,
+    /// Synchronous copies and memsets (raw rows).
+    pub sync_copies: i64,
+    /// Time spent in both, ns.
+    pub time_ns: i64,
+    /// Asynchronous copies of at least 1 MiB that ran below 8 GB/s (pageable source).
+    pub pageable_async_copies: i64,
+}
+
+/// Launch statistics of `pid` over its lifetime `span_ns`.
+pub fn launch_stats(
+    ds: &Dataset,
+    pid: i32,
+    calls: &[&Call],
+    span_ns: i64,
+    syncs: i64,
+) -> LaunchStats {
+    let mut launches = 0i64;
+    let mut graph_launches = 0i64;
+    let mut small = 0i64;
+    let rows: Vec<_> = ds
+        .aggs
+        .iter()
+        .filter(|a| a.source == AggSource::Cuda && a.pid == pid)
+        .collect();
+    // Files that did not record nesting: count the runtime's launches where
+    // the process made any, so the driver call inside each is not counted again.
+    let nesting_recorded = rows.iter().any(|a| a.nested_count > 0);
+    let is_runtime =
+        |code: i64| ds.ops.get(&(code as u16)).map(|o| o.api) == Some(CudaApi::Runtime);
+    let runtime_only = !nesting_recorded
+        && rows
+            .iter()
+            .any(|a| is_runtime(a.code) && ds.op_class(a.code as u16) == OpClass::Launch);
+    for a in rows {
+        if runtime_only && !is_runtime(a.code) {
+            continue;
+        }
+        match ds.op_class(a.code as u16) {
+            OpClass::Launch => {
+                launches += a.outer_count();
+                small += a.small_launches - a.nested_small_launches;
+            }
+            OpClass::GraphLaunch => graph_launches += a.outer_count(),
+            _ => {}
+        }
+    }
+    let raw: Vec<&&Call> = calls
+        .iter()
+        .filter(|c| ds.op_class(c.op_id) == OpClass::Launch && !c.nested)
+        .collect();
+    launches = launches.max(raw.len() as i64);
+    // Geometry is read on the outer launch; a nested driver launch repeats it.
+    let outer_threads: i64 = raw.iter().map(|c| c.threads).sum();
+    let with_geometry = raw.iter().filter(|c| c.threads > 0).count() as i64;
+    let mut durs: Vec<i64> = raw.iter().map(|c| c.dur_ns).collect();
+    let (p50, _, p99) = crate::percentile::p50_p95_p99(&mut durs);
+    let mean_threads = if with_geometry > 0 {
+        Some(outer_threads as f64 / with_geometry as f64)
+    } else {
+        None
+    };
+    LaunchStats {
+        launches,
+        graph_launches,
+        launches_per_s: launches as f64 / (span_ns.max(1) as f64 / 1e9),
+        launch_p50_ns: p50,
+        launch_p99_ns: p99,
+        launches_per_sync: (syncs > 0).then(|| (launches + graph_launches) as f64 / syncs as f64),
+        small_launches: small,
+        mean_threads_per_launch: mean_threads,
+    }
+}
+
+/// Synchronisation statistics from the raw rows of one process.
+pub fn sync_stats(ds: &Dataset, roles: &BTreeMap<u16, OpRole>, calls: &[&Call]) -> SyncStats {
+    let role = |c: &Call| roles.get(&c.op_id).copied().unwrap_or_default();
+    let mut s = SyncStats::default();
+    for c in calls.iter().filter(|c| !c.nested) {
+        let r = role(c);
+        if ds.op_class(c.op_id) == OpClass::Sync {
+            s.syncs += 1;
+            s.time_ns += c.dur_ns;
+        } else if r.sync_copy {
+            s.sync_copies += 1;
+            s.time_ns += c.dur_ns;
+        } else if ds.op_class(c.op_id) == OpClass::Copy
+            && r.async_work
+            && c.bytes >= 1 << 20
+            && c.dur_ns > 0
+            && (c.bytes as f64 * 1e9 / c.dur_ns as f64) < 8e9
+        {
+            s.pageable_async_copies += 1;
+        }
+    }
+    s
+}
+
+/// The rule checks.
+pub fn rule_checks(
+    gaps: usize,
+    gaps_ns: i64,
+    util: &Utilization,
+    sync: &SyncStats,
+    launches: &LaunchStats,
+) -> Vec<RuleCheck> {
+    let check = |rule: &str, triggered: bool, detail: String| RuleCheck {
+        rule: rule.to_string(),
+        triggered,
+        detail,
+    };
+    vec![
+        check(
+            "gpu_gaps",
+            gaps > 0,
+            format!(
+                "{gaps} gaps of at least 500 ms with no GPU work ({}), {gaps_ns} ns in all",
+                util.basis
+            ),
+        ),
+        check(
+            "gpu_time_utilization",
+            util.low_chunks > 0,
+            format!(
+                "{} of {} equal chunks of the lifetime had the GPU busy under 50% of the time ({})",
+                util.low_chunks, util.chunks, util.basis
+            ),
+        ),
+        check(
+            "pageable_async_copies",
+            sync.pageable_async_copies > 0,
+            format!(
+                "{} asynchronous copies of at least 1 MiB ran below 8 GB/s (pageable source: they block the host)",
+                sync.pageable_async_copies
+            ),
+        ),
+        check(
+            "synchronous_operations",
+            sync.syncs + sync.sync_copies > 0,
+            format!(
+                "{} synchronisations and {} synchronous copies/memsets, {} ns blocking the host",
+                sync.syncs, sync.sync_copies, sync.time_ns
+            ),
+        ),
+        check(
+            "launch_statistics",
+            launches.launches_per_sync.is_some_and(|v| v < 5.0),
+            format!(
+                "{} launches ({:.1}/s, {} of at most 65,536 threads), CPU launch time p50 {} ns / p99 {} ns, {} launches per synchronisation",
+                launches.launches,
+                launches.launches_per_s,
+                launches.small_launches,
+                launches.launch_p50_ns.unwrap_or(0),
+                launches.launch_p99_ns.unwrap_or(0),
+                launches
+                    .launches_per_sync
+                    .map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}"))
+            ),
+        ),
+    ]
+}
