@@ -5,8 +5,11 @@
 //! except the few raw rows analyses need one by one (process lifecycle, and
 //! the context switches of the threads that drive the GPU).
 
+use crate::activity::ActivityOrigin;
 use crate::error::Result;
+use crate::gpu_activity::GpuActivity;
 use crate::scope::Scope;
+use ingero_store::activity::ActivitySpan;
 use ingero_store::catalog::{copy_kind, loss_source, unfinished};
 use ingero_store::nesting::{NESTED, NOT_RECORDED};
 use ingero_store::schema::SMALL_LAUNCH_THREADS;
@@ -346,6 +349,12 @@ pub struct Dataset {
     /// window's edge: their counts there come from raw rows only and are
     /// lower bounds.
     pub edge_sampled: BTreeSet<(i32, AggSource, i64)>,
+    /// Per-thread CUDA activity spans overlapping the window, by start.
+    pub activity: Vec<ActivitySpan>,
+    /// Where they came from.
+    pub activity_origin: ActivityOrigin,
+    /// NVML samples of the window.
+    pub gpu: GpuActivity,
 }
 
 impl Dataset {
@@ -596,7 +605,24 @@ impl Dataset {
             .and_then(|mut stmt| stmt.query_map([], |r| r.get(0))?.collect())
             .map_err(q)?;
 
+        let (activity, activity_origin) = if db.has_activity_spans() {
+            (
+                crate::activity::read_recorded(conn, window.lo_ns, window.hi_ns, pid_filter)
+                    .map_err(q)?,
+                ActivityOrigin::Recorded,
+            )
+        } else {
+            (
+                crate::activity::fold_raw(&calls, &ops),
+                ActivityOrigin::FromRawRows,
+            )
+        };
+        let gpu = GpuActivity::load(conn, window.lo_ns, window.hi_ns).map_err(q)?;
+
         Ok(Dataset {
+            activity,
+            activity_origin,
+            gpu,
             span,
             window,
             whole_capture: window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns,
