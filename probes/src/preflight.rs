@@ -173,7 +173,10 @@ fn nvml_item() -> CheckItem {
         Err(e) => item(
             "nvml",
             CheckStatus::Warn,
-            format!("NVML is not available, so GPU activity is only inferred from CUDA call times ({e})"),
+            format!(
+                "NVML is not available, so GPU busy is only a host-side bound from CUDA call \
+                 times ({e})"
+            ),
             Some(&format!(
                 "install the NVIDIA driver, or set {} to the path of libnvidia-ml.so.1",
                 crate::nvml::NVML_LIB_ENV

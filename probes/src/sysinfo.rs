@@ -23,9 +23,24 @@ fn kib(text: &str, key: &str) -> Option<i64> {
 /// Driver version from /proc/driver/nvidia/version, when an NVIDIA driver is loaded.
 pub fn gpu_driver() -> Option<String> {
     let text = fs::read_to_string("/proc/driver/nvidia/version").ok()?;
-    let line = text.lines().find(|l| l.contains("Kernel Module"))?;
-    let after = line.split("Kernel Module").nth(1)?;
-    after.split_whitespace().next().map(str::to_string)
+    driver_version_of(&text)
+}
+
+/// The driver version in the text of `/proc/driver/nvidia/version`: the first
+/// dotted number on its `NVRM version` line. The wording around it differs
+/// between the proprietary and the open kernel module ("Kernel Module  535.x",
+/// "Open Kernel Module for x86_64  580.x"), so no word position is assumed.
+fn driver_version_of(text: &str) -> Option<String> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("NVRM") || l.contains("Kernel Module"))?;
+    line.split_whitespace()
+        .find(|t| {
+            t.contains('.')
+                && t.split('.').count() >= 2
+                && t.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(str::to_string)
 }
 
 /// Model of the first GPU the NVIDIA driver lists.
@@ -131,6 +146,15 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn driver_version_from_both_kernel_modules() {
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22-I3-AF03-09-1)  Thu Oct 30 08:52:56 UTC 2025\nGCC version:  gcc version 13.3.0\n";
+        assert_eq!(driver_version_of(open).as_deref(), Some("580.159.04"));
+        let closed = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n";
+        assert_eq!(driver_version_of(closed).as_deref(), Some("535.104.05"));
+        assert_eq!(driver_version_of("GCC version: 13.3\n"), None);
+    }
 
     #[test]
     fn parses_proc_stat_cpu_line() {

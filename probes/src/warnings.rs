@@ -71,9 +71,9 @@ impl Warnings {
             WarningKind::NvmlUnavailable,
             None,
             format!(
-                "NVML is not available, so GPU activity is not measured (only inferred from \
-                 CUDA call times): {reason}; set {} to the path of libnvidia-ml.so.1 if the \
-                 driver is installed elsewhere",
+                "NVML is not available, so GPU activity is not measured (GPU busy will be \
+                 only a host-side bound from CUDA call times): {reason}; set {} to the path \
+                 of libnvidia-ml.so.1 if the driver is installed elsewhere",
                 crate::nvml::NVML_LIB_ENV
             ),
         );

@@ -63,6 +63,13 @@ impl fmt::Display for NvmlUnavailable {
             }
             write!(f, "{lib}: {err}")?;
         }
+        if cfg!(target_env = "musl") {
+            // A static musl binary cannot dlopen anything: no path will help.
+            f.write_str(
+                " (this ingero binary is statically linked with musl, which cannot load \
+                 shared libraries; use a build for the glibc target, x86_64-unknown-linux-gnu)",
+            )?;
+        }
         Ok(())
     }
 }

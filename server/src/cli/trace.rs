@@ -54,6 +54,11 @@ pub struct Args {
     /// their own). Slower to attach and to detach.
     #[arg(long)]
     per_function_uprobes: bool,
+    /// Record no NVML GPU samples (utilisation, memory, PCIe, clocks), even
+    /// where the NVIDIA driver is present: the GPU busy share is then only a
+    /// host-side bound. For measuring the sampler's own cost.
+    #[arg(long)]
+    no_gpu_samples: bool,
     /// No live table, even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -151,6 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.require_cuda_library = args.require_cuda;
     config.ring_bytes = args.ring_size;
     config.multi_uprobes = !args.per_function_uprobes;
+    config.nvml = !args.no_gpu_samples;
     if let Some(n) = args.sample {
         config.raw = RawPolicy::Sampled {
             per_second: n,
