@@ -9,7 +9,7 @@ use ingero_tools::explain::{explain, Report};
 use ingero_tools::processes::{per_process, ProcessBreakdown};
 use ingero_tools::render;
 use ingero_tools::stats::{op_stats, OpStatsReport};
-use ingero_tools::timeline::{timeline, Timeline};
+use ingero_tools::timeline::{gpu_track_text, timeline, Timeline};
 use ingero_tools::{Scope, ToolError};
 use rmcp::handler::server::tool::schema_for_output;
 use rmcp::handler::server::wrapper::Parameters;
@@ -224,7 +224,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// Causal chains linking a host cause (off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies), ranked by severity.
+    /// Causal chains linking a host cause (off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies, idle GPU), ranked by severity. GPU busy figures name their source: NVML samples ("NVML: SM busy 34% of the 6.1 s") where the capture has them, otherwise a host-side upper bound said as such.
     #[tool(
         name = "get_causal_chains",
         annotations(title = "Causal chains", read_only_hint = true, open_world_hint = false),
@@ -272,7 +272,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// Activity per time bucket (CUDA time by class, host events): when stalls happen, periodic or not.
+    /// Activity per time bucket (CUDA time by class, host events) beside the GPU's own NVML samples per GPU (device SM % and memory-controller %, per-process SM %, memory used, PCIe rx/tx, SM clock, power, throttle reasons by name; null where a bucket has no sample): when stalls happen, periodic or not, and whether the GPU was really idle.
     #[tool(
         name = "get_timeline",
         annotations(title = "Timeline", read_only_hint = true, open_world_hint = false),
@@ -296,7 +296,7 @@ impl IngeroMcp {
             args.scope.db.as_deref(),
             &ctx,
             move |db| timeline(db, &scope, bucket_ns),
-            render::timeline_text,
+            |t| format!("{}{}", render::timeline_text(t), gpu_track_text(t)),
         )
         .await
     }

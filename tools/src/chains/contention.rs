@@ -2,6 +2,7 @@
 //! either the job's own DataLoader workers or unrelated processes.
 
 use super::context::{Context, SATURATED_PCT};
+use super::measured::busy_over;
 use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
 use crate::format;
 use crate::processes::Role;
@@ -55,6 +56,15 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         _ => (ds.window.lo_ns, ds.window.hi_ns),
     };
     let gap = submission_gap(ctx, sat_span);
+    let busy = busy_over(ctx, main, sat_span);
+    // How idle the GPU was while saturated: measured where NVML samples
+    // exist; otherwise the share of time the GPU thread was outside CUDA
+    // calls stands in (a host-side figure, stated as such).
+    let gpu_idle = if busy.is_measured() {
+        1.0 - busy.share()
+    } else {
+        gap.idle_share
+    };
     let slow = ctx.slow_calls();
     let slow_in_sat: Vec<_> = slow
         .iter()
@@ -68,7 +78,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     });
     let ratio = worst.and_then(|w| w.tail_ratio).unwrap_or(1.0);
     let off_share = ctx.starvation.as_ref().map_or(0.0, |s| s.off_cpu_share);
-    if worst.is_none() && off_share < 0.05 && gap.idle_share < 0.5 {
+    if worst.is_none() && off_share < 0.05 && gpu_idle < 0.5 {
         return None;
     }
     let corr = if slow.is_empty() {
@@ -78,17 +88,14 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     };
     let evidence_pts = 20.0 * sat.share()
         + if sat.peak_pct >= 99.0 { 5.0 } else { 0.0 }
-        + 15.0
-            * (ratio.max(1.0).log10() / 2.5)
-                .min(1.0)
-                .max(gap.idle_share * 0.6)
+        + 15.0 * (ratio.max(1.0).log10() / 2.5).min(1.0).max(gpu_idle * 0.6)
         + 15.0 * (contender_rate / 1000.0).min(1.0)
         + 5.0 * corr;
     let off_ns = ctx.starvation.as_ref().map_or(0, |s| s.off_cpu_ns);
     // Lost time: the GPU thread off-CPU, slowed calls, and (when it barely
     // submitted work while the CPU was saturated) the idle stretch itself.
     let lost = (off_ns + ctx.slow_excess_ns(&slow_in_sat)) as f64;
-    let idle_lost = gap.idle_share * (sat_span.1 - sat_span.0) as f64;
+    let idle_lost = gpu_idle * (sat_span.1 - sat_span.0) as f64;
     let impact = lost.max(idle_lost) / ctx.wall_ns().max(sat_span.1 - sat_span.0) as f64;
     let score = evidence_pts + impact_points(impact);
 
@@ -154,8 +161,11 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ratio,
             format::opt_ns(w.p50_ns)
         ),
-        None if gap.idle_share >= 0.5 => format!(
-            "GPU fed {} of the saturated {}",
+        None if busy.is_measured() && gpu_idle >= 0.5 => {
+            format!("{} while saturated", busy.text())
+        }
+        None if gpu_idle >= 0.5 => format!(
+            "GPU thread of {main} inside CUDA calls only {} of the saturated {}",
             format::pct(1.0 - gap.idle_share),
             format::ns(sat_span.1 - sat_span.0)
         ),
@@ -173,11 +183,22 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         "{symptom_text} <- {cpu_text} <- {who}: {} context switches",
         format::count(group_sw)
     );
-    let victim_text = if off_share >= 0.05 {
-        format!("so the GPU thread of {main} waits for a core ({} of its time off-CPU) and the GPU waits for it", format::pct(off_share))
+    let busy_text = busy.text();
+    let victim_text = if off_share >= 0.05 && busy.is_measured() && gpu_idle < 0.2 {
+        format!(
+            "so the GPU thread of {main} waits for a core ({} of its time off-CPU), though the GPU stayed busy ({busy_text})",
+            format::pct(off_share)
+        )
+    } else if off_share >= 0.05 {
+        format!(
+            "so the GPU thread of {main} waits for a core ({} of its time off-CPU) and the GPU waits for it ({busy_text})",
+            format::pct(off_share)
+        )
+    } else if busy.is_measured() && gpu_idle < 0.5 {
+        format!("and {main}'s CUDA calls slow down meanwhile ({busy_text})")
     } else {
         format!(
-            "and the GPU thread of {main} kept the GPU busy only {} of that time: it waits on a starved pipeline rather than submitting work",
+            "and the GPU thread of {main} was inside CUDA calls only {} of that time ({busy_text}): it waits on a starved pipeline rather than submitting work",
             format::pct(1.0 - gap.idle_share)
         )
     };
@@ -224,6 +245,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ));
     }
     steps.push(step("CUDA", gap_text));
+    steps.push(step("GPU", format!("while saturated: {busy_text}")));
     if let Some(w) = worst {
         steps.push(step("CUDA", symptom_text.clone()));
         if !slow.is_empty() {
@@ -326,6 +348,12 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     }
     evidence.push(Evidence::new(
         "gpu_busy_share_while_saturated",
+        busy.share() * 100.0,
+        "percent",
+        busy.source_label(),
+    ));
+    evidence.push(Evidence::new(
+        "cuda_call_share_while_saturated",
         (1.0 - gap.idle_share) * 100.0,
         "percent",
         "raw rows",

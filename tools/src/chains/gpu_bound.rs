@@ -1,7 +1,10 @@
 //! The honest negative: when the host mostly waits on the GPU, the GPU is the
-//! bottleneck and host tuning will not help.
+//! bottleneck and host tuning will not help. With NVML samples the claim is
+//! checked against the GPU's own busy figure; without them it is an
+//! inference from the waits and says so.
 
 use super::context::Context;
+use super::measured::BusyFigure;
 use super::{chain, step, CausalChain, Cause, Evidence};
 use crate::format;
 
@@ -9,43 +12,108 @@ const FIX: &str = "The host keeps up; speed up the GPU work itself: profile kern
 Compute, torch.profiler), use mixed precision, fuse small kernels (torch.compile, CUDA graphs) and check \
 that batch sizes fill the GPU.";
 
-/// Reports a GPU-bound run: synchronisation dominates while the CPU has headroom.
-pub fn detect(ctx: &Context) -> Option<CausalChain> {
+/// Measured SM busy share below which the waits are not kernel time, so the
+/// run is not called GPU-bound.
+pub const MEASURED_BUSY_MIN: f64 = 0.5;
+
+/// Synchronisation share of the GPU thread's wall time, when the waits
+/// dominate and the CPU has headroom.
+fn waits(ctx: &Context) -> Option<(i32, f64, i64)> {
     let st = ctx.starvation.as_ref()?;
     let main = ctx.main?;
     let sync_share = st.sync_wait_ns as f64 / st.wall_ns.max(1) as f64;
     let cpu_ok = ctx.sat.samples == 0 || ctx.sat.share() < 0.1;
-    if sync_share < 0.5 || !cpu_ok {
+    (sync_share >= 0.5 && cpu_ok).then_some((main, sync_share, st.sync_wait_ns))
+}
+
+fn busy_of(ctx: &Context, main: i32) -> Option<BusyFigure> {
+    ctx.idle
+        .iter()
+        .find(|p| p.pid == main)
+        .map(BusyFigure::of_idle)
+}
+
+/// Reports a GPU-bound run: synchronisation dominates while the CPU has
+/// headroom, and (where NVML samples exist) the GPU is measured busy.
+pub fn detect(ctx: &Context) -> Option<CausalChain> {
+    let (main, sync_share, sync_ns) = waits(ctx)?;
+    let busy = busy_of(ctx, main);
+    let measured = busy.as_ref().filter(|b| b.is_measured());
+    if measured.is_some_and(|b| b.share() < MEASURED_BUSY_MIN) {
         return None;
     }
-    let score = 10.0 + 20.0 * sync_share;
-    let summary = format!(
-        "GPU thread of {main} waits in synchronisation {} of its time with CPU headroom <- GPU-bound",
-        format::pct(sync_share)
-    );
-    let root_cause = format!(
-        "Not host starvation: the GPU thread spends {} of its wall time waiting for the GPU to finish, while the CPU is not saturated.",
-        format::pct(sync_share)
-    );
+    let score = 10.0 + 20.0 * sync_share + measured.map_or(0.0, |b| 10.0 * b.share());
+    let (summary, root_cause) = match measured {
+        Some(b) => (
+            format!(
+                "GPU thread of {main} waits in synchronisation {} of its time with CPU headroom, GPU busy ({}) <- GPU-bound",
+                format::pct(sync_share),
+                b.text()
+            ),
+            format!(
+                "Not host starvation: the GPU thread spends {} of its wall time waiting for the GPU to finish, the CPU is not saturated, and the GPU is busy: {}.",
+                format::pct(sync_share),
+                b.text()
+            ),
+        ),
+        None => (
+            format!(
+                "GPU thread of {main} waits in synchronisation {} of its time with CPU headroom <- GPU-bound (inferred from the waits; no GPU samples)",
+                format::pct(sync_share)
+            ),
+            format!(
+                "Not host starvation as far as the host side shows: the GPU thread spends {} of its wall time waiting for the GPU to finish while the CPU is not saturated; no GPU samples say whether kernels fill that time{}.",
+                format::pct(sync_share),
+                busy.as_ref()
+                    .map(|b| format!(" ({})", b.text()))
+                    .unwrap_or_default()
+            ),
+        ),
+    };
+    let mut steps = vec![step(
+        "CUDA",
+        format!("{} in synchronisation calls", format::ns(sync_ns)),
+    )];
+    let mut evidence = vec![Evidence::new(
+        "sync_share_of_wall",
+        sync_share * 100.0,
+        "percent",
+        "raw rows",
+    )];
+    if let Some(b) = &busy {
+        steps.push(step("GPU", b.text()));
+        evidence.push(Evidence::new(
+            "gpu_busy_share",
+            b.share() * 100.0,
+            "percent",
+            b.source_label(),
+        ));
+    }
     Some(chain(
         ctx,
         Cause::GpuBound,
         score,
         summary,
         root_cause,
-        vec![step(
-            "CUDA",
-            format!("{} in synchronisation calls", format::ns(st.sync_wait_ns)),
-        )],
-        vec![Evidence::new(
-            "sync_share_of_wall",
-            sync_share * 100.0,
-            "percent",
-            "raw rows",
-        )],
+        steps,
+        evidence,
         Vec::new(),
         vec![main],
         (ctx.ds.window.lo_ns, ctx.ds.window.hi_ns),
         FIX,
     ))
+}
+
+/// Why no GPU-bound chain was reported although the thread mostly waits in
+/// synchronisation: NVML shows the GPU mostly idle meanwhile.
+pub fn note(ctx: &Context) -> Option<String> {
+    let (main, sync_share, _) = waits(ctx)?;
+    let b = busy_of(ctx, main).filter(|b| b.is_measured())?;
+    (b.share() < MEASURED_BUSY_MIN).then(|| {
+        format!(
+            "The GPU thread of {main} waits in synchronisation {} of its time, yet {}: the waits are not kernel time, so the run is not called GPU-bound (copies, other work on the GPU or device-side waits are not broken down by the samples).",
+            format::pct(sync_share),
+            b.text()
+        )
+    })
 }

@@ -13,6 +13,7 @@ pub mod context;
 pub mod copies;
 pub mod gpu_bound;
 pub mod lifecycle;
+pub mod measured;
 pub mod memory;
 pub mod pipeline;
 
@@ -132,7 +133,8 @@ impl Evidence {
 /// One link of the chain, from system state down to the CUDA call.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ChainStep {
-    /// `SYSTEM`, `HOST` or `CUDA`.
+    /// `SYSTEM`, `HOST`, `CUDA` or `GPU` (the GPU's own NVML samples, or
+    /// the host-side bound on them).
     pub layer: String,
     /// What happened at that layer.
     pub detail: String,
@@ -223,6 +225,7 @@ pub fn chains_with_starvation(
         c.score = (c.score * 10.0).round() / 10.0;
     }
     let mut notes = ctx.notes.clone();
+    notes.extend(gpu_bound::note(&ctx));
     if chains.is_empty() {
         notes.push(if ctx.main.is_none() {
             "No CUDA calls in this window: nothing to explain on the GPU side.".to_string()

@@ -2,6 +2,7 @@
 //! it spends its time preparing data on the CPU (per-sample fetch and collate).
 
 use super::context::Context;
+use super::measured::BusyFigure;
 use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::HostKind;
@@ -45,26 +46,40 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             format!(", median {} between synchronisations", format::ns(p))
         })
     };
+    let busy = BusyFigure::of_idle(idle);
+    // Without samples the idle share is a lower bound: say so where it is stated.
+    let idle_basis = if busy.is_measured() {
+        busy.source_label().to_string()
+    } else {
+        "at least: host-side bound, no GPU samples".to_string()
+    };
     let summary = format!(
-        "GPU idle {} of {} ({} between its first and last CUDA call) <- GPU thread {} busy on the CPU outside CUDA for {}{period_text} <- host-side input pipeline (per-sample DataLoader fetch/collate)",
+        "GPU idle {} of {} ({idle_basis}; {} between its first and last CUDA call) <- GPU thread {} busy on the CPU outside CUDA for {}{period_text} <- host-side input pipeline (per-sample DataLoader fetch/collate)",
         format::pct(idle.idle_share),
         format::ns(idle.span_ns),
         format::pct(idle.active_idle_share),
         idle.gpu_thread,
         format::ns(on_cpu)
     );
+    let page_text = if pages.count > 0 {
+        format!(
+            ", with {} page allocations while it runs",
+            format::count(pages.count)
+        )
+    } else {
+        String::new()
+    };
     let root_cause = format!(
-        "The host-side input pipeline: {main}'s GPU thread spends {} on the CPU outside CUDA calls preparing batches (per-sample fetch and collate, {} page allocations while building them), so the GPU receives work only {} of the time.",
+        "The host-side input pipeline: {main}'s GPU thread spends {} on the CPU outside CUDA calls between them (where a loop prepares its batches: per-sample fetch and collate{page_text}), and the GPU is left without work much of the time: {}.",
         format::ns(on_cpu),
-        format::count(pages.count),
-        format::pct(1.0 - idle.idle_share)
+        busy.text()
     );
     let mut steps = vec![
+        step("GPU", busy.text()),
         step(
             "CUDA",
             format!(
-                "GPU busy {} (inside CUDA calls {}) of {}: idle {}",
-                format::ns(idle.busy_ns),
+                "inside CUDA calls {} of the {}; GPU idle {} of it",
                 format::ns(idle.api_ns),
                 format::ns(idle.span_ns),
                 format::pct(idle.idle_share)
@@ -92,11 +107,12 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         steps.push(step(
             "CUDA",
             format!(
-                "{} idle gaps >= 500 ms totalling {}; GPU under 50% busy in {} of {} chunks",
+                "{} idle gaps >= 500 ms totalling {}; GPU under 50% busy in {} of {} chunks ({})",
                 idle.long_gaps,
                 format::ns(idle.long_gaps_ns),
                 idle.utilization.low_chunks,
-                idle.utilization.chunks
+                idle.utilization.chunks,
+                idle.utilization.basis
             ),
         ));
     }
@@ -104,7 +120,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         steps.push(step(
             "HOST",
             format!(
-                "{} page allocations ({}) in {main}: fresh memory for every collated batch",
+                "{} page allocations ({}) in {main} while its GPU thread works on the CPU",
                 format::count(pages.count),
                 format::bytes(pages.sum_bytes)
             ),
@@ -115,10 +131,16 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             "gpu_idle_share",
             idle.idle_share * 100.0,
             "percent",
-            "raw rows",
+            busy.source_label(),
         ),
         Evidence::new("lifetime", idle.span_ns as f64, "ns", "raw rows"),
-        Evidence::new("gpu_busy", idle.busy_ns as f64, "ns", "raw rows"),
+        Evidence::new("gpu_busy", idle.busy_ns as f64, "ns", busy.source_label()),
+        Evidence::new(
+            "gpu_busy_share",
+            busy.share() * 100.0,
+            "percent",
+            busy.source_label(),
+        ),
         Evidence::new(
             "cuda_api_time",
             idle.api_ns as f64,
@@ -140,6 +162,20 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             "aggregates",
         ),
     ];
+    if busy.is_measured() {
+        evidence.push(Evidence::new(
+            "gpu_sampled",
+            idle.sampled_ns as f64,
+            "ns",
+            busy.source_label(),
+        ));
+        evidence.push(Evidence::new(
+            "gpu_busy_host_bound",
+            idle.host_bound_busy_ns as f64,
+            "ns",
+            "host-side bound (CUDA activity spans)",
+        ));
+    }
     if let Some(p) = period {
         evidence.push(Evidence::new("step_period", p as f64, "ns", "raw rows"));
     }
