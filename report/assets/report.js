@@ -15,15 +15,29 @@
   };
   const OFF_CPU_COLORS = { '1': '#d32f2f', '0': '#90a4ae', '-1': '#ffb300' };
   const OFF_CPU_NAMES = { '1': 'preempted (runnable)', '0': 'blocked', '-1': 'off-CPU (reason unknown)' };
+  const GPU_COLOR = '#2e7d32';
+  const PROCESS_COLORS = ['#6a1b9a', '#00838f', '#ad1457', '#ef6c00', '#283593', '#558b2f'];
+  function processColor(pid) { return PROCESS_COLORS[Math.abs(pid) % PROCESS_COLORS.length]; }
+  const BUSY_SOURCE = {
+    nvml_process: 'measured by NVML per-process samples',
+    nvml_device: 'measured by NVML device samples',
+    host_bound: 'not measured: host-side bound only (no GPU samples)',
+  };
   const IDLE_PARTS = [
     ['busy', 'GPU busy', '#43a047'],
     ['before_first_call_ns', 'before first call', '#b0bec5'],
+    ['in_launch_calls_ns', 'inside launch calls', '#1e88e5'],
+    ['in_alloc_free_ns', 'inside alloc/free calls', '#8e24aa'],
+    ['in_copies_ns', 'inside copies', '#fb8c00'],
+    ['in_sync_ns', 'inside synchronisations', '#e53935'],
+    ['in_other_cuda_ns', 'inside other CUDA calls', '#00897b'],
+    ['between_calls_ns', 'between CUDA calls', '#80cbc4'],
     ['off_cpu_preempted_ns', 'off-CPU, preempted', '#d32f2f'],
     ['waiting_on_workers_ns', 'waiting on workers', '#f06292'],
     ['off_cpu_blocked_ns', 'off-CPU, blocked', '#90a4ae'],
     ['off_cpu_unknown_ns', 'off-CPU, reason unknown', '#ffb300'],
     ['page_alloc_storm_ns', 'page-allocation storm', '#6d4c41'],
-    ['host_compute_ns', 'host compute (outside CUDA)', '#fb8c00'],
+    ['host_compute_ns', 'host compute (outside CUDA)', '#ffa726'],
     ['after_last_call_ns', 'after last call', '#cfd8dc'],
   ];
 
@@ -129,9 +143,33 @@
     const lanes = [];
     lanes.push({ kind: 'cpu', label: 'CPU % (system)', h: 42 });
     lanes.push({ kind: 'rate', label: 'page allocs/s (all)', h: 30, points: data.page_alloc_total });
+    // The GPU's own samples (NVML), on the same time axis as the host tracks.
+    const gpus = data.gpus || [];
+    if (!gpus.length) {
+      lanes.push({ kind: 'gpunone', label: 'GPU (NVML)', h: 18, text: data.gpu_note || 'no NVML samples' });
+    }
+    for (const g of gpus) {
+      const name = 'GPU ' + g.gpu + (g.name ? ' ' + g.name : '');
+      lanes.push({
+        kind: 'gpusm', label: 'GPU ' + g.gpu + ' SM % (NVML device)', h: 40, rows: g.sm, color: GPU_COLOR,
+        what: name + ' SM busy (device)', overlay: g.processes,
+      });
+      if (g.mem_used.length) {
+        lanes.push({ kind: 'gpumem', label: 'GPU ' + g.gpu + ' memory used', h: 24, points: g.mem_used, total: g.mem_total_bytes, what: name });
+      }
+    }
     for (const p of data.processes) {
       const pids = [p.pid];
       lanes.push({ kind: 'group', label: (p.comm || '?') + ' [' + p.pid + '] · ' + p.role.replace(/_/g, ' '), h: 20, pids });
+      for (const g of gpus) {
+        const own = g.processes.find((q) => q.pid === p.pid);
+        if (own) {
+          lanes.push({
+            kind: 'gpusm', label: 'GPU ' + g.gpu + ' SM % (NVML, pid)', h: 26, rows: own.sm,
+            color: processColor(own.pid), what: 'pid ' + own.pid + ' SM busy on GPU ' + g.gpu, pids,
+          });
+        }
+      }
       const idle = data.gpu_idle.find((g) => g.pid === p.pid);
       if (idle && idle.longest_gaps.length) {
         lanes.push({ kind: 'gaps', label: 'GPU idle gaps', h: 10, gaps: idle.longest_gaps, pids });
@@ -160,6 +198,7 @@
     for (const k of ['1', '0', '-1']) {
       legend.appendChild(el('span', {}, [el('i', { style: 'background:' + OFF_CPU_COLORS[k] }), document.createTextNode(OFF_CPU_NAMES[k])]));
     }
+    legend.appendChild(el('span', {}, [el('i', { style: 'background:' + GPU_COLOR }), document.createTextNode('GPU SM % (NVML)')]));
     legend.appendChild(el('span', {}, [el('i', { style: 'background:#ffca28;opacity:.6' }), document.createTextNode('causal chain')]));
     app.appendChild(el('div', { class: 'toolbar' }, [reset, el('span', { text: 'wheel: zoom · drag: pan · click a chain to focus it' }), legend]));
     const holder = el('div', { id: 'timeline' });
@@ -237,6 +276,8 @@
 
     let spans = 0;
     let offcpu = 0;
+    let gpuLanes = 0;
+    let gpuPeriods = 0;
     for (const lane of tl.lanes) {
       const hot = lane.pids && lane.pids.some((p) => involved.has(p));
       labels.appendChild(sv('text', {
@@ -251,7 +292,14 @@
       else if (lane.kind === 'gaps') drawGaps(plot, lane);
       else if (lane.kind === 'calls') spans += drawSpans(plot, lane, right, true);
       else if (lane.kind === 'offcpu') offcpu += drawSpans(plot, lane, right, false);
+      else if (lane.kind === 'gpusm') { gpuLanes++; gpuPeriods += drawGpuSm(plot, lane, right); }
+      else if (lane.kind === 'gpumem') { gpuLanes++; drawGpuMem(plot, lane); }
+      else if (lane.kind === 'gpunone') {
+        plot.appendChild(sv('text', { x: LABEL_W + 6, y: lane.y + lane.h / 2 + 4, class: 'lane-label gpu-none' }, lane.text));
+      }
     }
+    body.setAttribute('data-gpu-lanes', String(gpuLanes));
+    body.setAttribute('data-gpu-periods', String(gpuPeriods));
     body.setAttribute('data-spans', String(spans));
     body.setAttribute('data-offcpu', String(offcpu));
     body.setAttribute('data-chain-bands', String(bands));
@@ -292,6 +340,64 @@
       tip(r, '+' + p.t.toFixed(1) + ' s for ' + fmtS(p.d) + ': ' + fmtRate(p.per_s) + ' page allocations, ' + fmtBytes(p.bytes_per_s) + '/s');
       g.appendChild(r);
     }
+  }
+
+  // Draws SM % per sample period as a filled step area; periods narrower
+  // than a pixel are merged (time-weighted). Returns periods in view.
+  function drawGpuSm(g, lane, right) {
+    const y = (v) => lane.y + lane.h - (Math.min(100, Math.max(0, v)) / 100) * lane.h;
+    let count = 0;
+    let cur = null;
+    const flush = () => {
+      if (!cur) return;
+      const v = cur.len > 0 ? cur.busy / cur.len : 0;
+      const h = Math.max(0, lane.y + lane.h - y(v));
+      const r = sv('rect', {
+        x: cur.x0.toFixed(2), y: (lane.y + lane.h - h).toFixed(2), width: Math.max(0.5, cur.x1 - cur.x0).toFixed(2),
+        height: h.toFixed(2), fill: lane.color, 'fill-opacity': 0.7, class: 'gpu-sm',
+      });
+      tip(r, lane.what + ' ' + v.toFixed(1) + '% from +' + cur.t0.toFixed(3) + ' s to +' + cur.t1.toFixed(3) + ' s' +
+        (cur.n > 1 ? ' (' + cur.n + ' samples)' : ''));
+      g.appendChild(r);
+      cur = null;
+    };
+    for (const p of lane.rows) {
+      const x0 = xOf(p[0]);
+      const x1 = xOf(p[1]);
+      if (x1 < LABEL_W || x0 > right) continue;
+      count++;
+      if (cur && x1 - cur.x0 < 2) {
+        cur.x1 = x1; cur.t1 = p[1]; cur.busy += (p[1] - p[0]) * p[2]; cur.len += p[1] - p[0]; cur.n++;
+        continue;
+      }
+      flush();
+      cur = { x0, x1, t0: p[0], t1: p[1], busy: (p[1] - p[0]) * p[2], len: p[1] - p[0], n: 1 };
+    }
+    flush();
+    // Per-process SM % over the device area, one line per process.
+    for (const proc of lane.overlay || []) {
+      const pts = [];
+      for (const p of proc.sm) {
+        if (xOf(p[1]) < LABEL_W || xOf(p[0]) > right) continue;
+        pts.push(xOf(p[0]).toFixed(1) + ' ' + y(p[2]).toFixed(1), xOf(p[1]).toFixed(1) + ' ' + y(p[2]).toFixed(1));
+      }
+      if (!pts.length) continue;
+      const path = sv('path', { d: 'M' + pts.join(' L'), fill: 'none', stroke: processColor(proc.pid), 'stroke-width': 1.2, class: 'gpu-proc' });
+      tip(path, 'pid ' + proc.pid + (proc.comm ? ' ' + proc.comm : '') + ' SM % (NVML per-process samples)');
+      g.appendChild(path);
+    }
+    return count;
+  }
+
+  function drawGpuMem(g, lane) {
+    const pts = lane.points;
+    const max = lane.total > 0 ? lane.total : pts.reduce((m, p) => Math.max(m, p[1]), 1);
+    const y = (v) => lane.y + lane.h - Math.min(1, v / max) * lane.h;
+    const d = pts.map((p, i) => (i ? 'L' : 'M') + xOf(p[0]).toFixed(1) + ' ' + y(p[1]).toFixed(1)).join(' ');
+    const path = sv('path', { d, fill: 'none', stroke: '#5d4037', 'stroke-width': 1.2, class: 'gpu-mem' });
+    const peak = pts.reduce((m, p) => Math.max(m, p[1]), 0);
+    tip(path, lane.what + ' memory used, peak ' + fmtBytes(peak) + (lane.total > 0 ? ' of ' + fmtBytes(lane.total) : ''));
+    g.appendChild(path);
   }
 
   function drawGaps(g, lane) {
@@ -429,6 +535,22 @@
   }
 
   // ---------- GPU idle ----------
+  // The busy figure and where it comes from, in words.
+  function busySourceText(p) {
+    const share = (p.busy_ns / Math.max(1, p.span_ns) * 100).toFixed(1) + '%';
+    let s = 'GPU busy ' + (p.busy_is_upper_bound ? 'at most ' : '') + share + ' (' + fmtNs(p.busy_ns) + ' of ' + fmtNs(p.span_ns) + '), ' +
+      (BUSY_SOURCE[p.busy_source] || p.busy_source);
+    if (p.busy_source === 'nvml_process' || p.busy_source === 'nvml_device') {
+      s += ' of GPU ' + p.gpu;
+      if (p.sampled_ns < p.span_ns) s += ', covering ' + fmtNs(p.sampled_ns) + ' of the lifetime (the rest a host-side bound)';
+      if (p.others_on_gpu.length) s += '; the device samples also count pids ' + p.others_on_gpu.join(', ');
+      s += '; the host-side bound alone would say at most ' + (p.host_bound_busy_ns / Math.max(1, p.span_ns) * 100).toFixed(1) + '%';
+    } else {
+      s += ', so the idle share is a lower bound';
+    }
+    return s + '.';
+  }
+
   function idleSection() {
     app.appendChild(el('h2', { text: 'GPU idle breakdown' }));
     if (!data.gpu_idle.length) {
@@ -436,20 +558,27 @@
       return;
     }
     for (const p of data.gpu_idle) {
-      const box = el('div', { class: 'idle', 'data-pid': String(p.pid) });
+      const box = el('div', { class: 'idle', 'data-pid': String(p.pid), 'data-busy-source': p.busy_source });
       box.appendChild(el('h3', {
-        text: (p.comm || '?') + ' [' + p.pid + '], GPU thread ' + p.gpu_thread + ': GPU idle ' + (p.idle_share * 100).toFixed(1) + '% of ' + fmtNs(p.span_ns),
+        text: (p.comm || '?') + ' [' + p.pid + '], GPU thread ' + p.gpu_thread + ': GPU idle ' + (p.busy_is_upper_bound ? 'at least ' : '') +
+          (p.idle_share * 100).toFixed(1) + '% of ' + fmtNs(p.span_ns),
       }));
+      box.appendChild(el('p', { class: 'busy-source', text: busySourceText(p) }));
       const stack = el('div', { class: 'stack' });
       const legend = el('div', { class: 'legend' });
       const total = Math.max(1, p.span_ns);
-      for (const [key, name, color] of IDLE_PARTS) {
+      let drawn = 0;
+      for (const [key, label, color] of IDLE_PARTS) {
         const v = key === 'busy' ? p.busy_ns : p.causes[key];
+        const name = key !== 'busy' ? label : (p.busy_is_upper_bound ? 'GPU busy at most (host-side bound)' : 'GPU busy (NVML)');
         if (!v) continue;
+        drawn += v;
         const part = el('div', { style: 'width:' + (v / total * 100).toFixed(3) + '%;background:' + color, title: name + ': ' + fmtNs(v) });
         stack.appendChild(part);
         legend.appendChild(el('span', {}, [el('i', { style: 'background:' + color }), document.createTextNode(name + ' ' + fmtNs(v) + ' (' + (v / total * 100).toFixed(1) + '%)')]));
       }
+      // The parts are shares of the lifetime: busy plus every idle part.
+      stack.setAttribute('data-stack-ns', String(drawn));
       box.appendChild(stack);
       box.appendChild(legend);
       const facts = [
@@ -474,8 +603,11 @@
       ['off-CPU', 0], ['max off-CPU', 0], ['page allocs', 0], ['page bytes', 0], ['forks', 0]];
     const t = el('table', { id: 'process-table' }, [el('tr', {}, cols.map(([n, l]) => el('th', { class: l ? 'l' : '', text: n })))]);
     for (const r of data.process_table) {
+      // Off-CPU time of the GPU thread where the table gives it per thread.
+      const offCpu = r.gpu_thread ? r.gpu_thread.off_cpu_ns : r.off_cpu_total_ns;
+      const offMax = r.gpu_thread ? r.gpu_thread.off_cpu_max_ns : r.off_cpu_max_ns;
       const cells = [r.pid, r.ppid || '', r.comm, r.role.replace(/_/g, ' '), fmtCount(r.cuda_calls), fmtNs(r.cuda_time_ns), fmtCount(r.context_switches),
-        fmtNs(r.off_cpu_total_ns), fmtNs(r.off_cpu_max_ns), fmtCount(r.page_allocs), fmtBytes(r.page_alloc_bytes), fmtCount(r.forks)];
+        fmtNs(offCpu), fmtNs(offMax), fmtCount(r.page_allocs), fmtBytes(r.page_alloc_bytes), fmtCount(r.forks)];
       t.appendChild(el('tr', { title: r.role_reason }, cells.map((v, i) => el('td', { class: cols[i][1] ? 'l' : '', text: String(v) }))));
     }
     app.appendChild(t);

@@ -1,7 +1,9 @@
 //! The data a report draws, gathered once from a loaded trace: every raw CUDA
 //! call as a span, the off-CPU intervals of the GPU-driving threads, the
 //! page-allocation rate and CPU use over time, and the analyses (causal
-//! chains, GPU-idle breakdown, per-process table, latency histograms).
+//! chains, GPU-idle breakdown, per-process table, latency histograms), and
+//! beside them the GPU's own NVML samples (device and per-process SM %,
+//! memory used) where the capture has them.
 //!
 //! Times are seconds after the capture start, the same origin as a chain's
 //! `start_offset_s`, so highlighting a chain on the timeline needs no
@@ -13,6 +15,7 @@ use crate::histogram::{histograms_of, OpHistogram};
 use ingero_store::{AggSource, DbFormat, HostKind, TraceDb};
 use ingero_tools::chains::{chains_of, CausalChain, ChainReport};
 use ingero_tools::dataset::Dataset;
+use ingero_tools::gpu_activity::{clip, UtilPeriod};
 use ingero_tools::idle::ProcessIdle;
 use ingero_tools::processes::{per_process_of, ProcessBreakdown, ProcessRow, Role};
 use ingero_tools::stats::WindowInfo;
@@ -108,6 +111,47 @@ pub struct ProcessTrack {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CpuPoint(pub f64, pub f64);
 
+/// One NVML sample period: `[start_s, end_s, percent]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct GpuPeriodRow(pub f64, pub f64, pub f64);
+
+/// One polled GPU value: `[offset_s, value]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct GpuPoint(pub f64, pub f64);
+
+/// One process's SM utilisation on a GPU (NVML per-process samples, on the
+/// device's sample grid: 0 in periods the driver did not list it).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct GpuProcessSeries {
+    /// Process id.
+    pub pid: i32,
+    /// Command name, empty when unknown.
+    pub comm: String,
+    /// SM % per sample period.
+    pub sm: Vec<GpuPeriodRow>,
+}
+
+/// What NVML recorded for one GPU over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct GpuSeries {
+    /// NVML device index.
+    pub gpu: u32,
+    /// Product name, empty when NVML did not say.
+    pub name: String,
+    /// Installed device memory, bytes (0 when unknown).
+    pub mem_total_bytes: i64,
+    /// Device SM utilisation (a kernel running) per sample period.
+    pub sm: Vec<GpuPeriodRow>,
+    /// Per-process SM utilisation of the processes in scope.
+    pub processes: Vec<GpuProcessSeries>,
+    /// Device memory in use, bytes, per status poll.
+    pub mem_used: Vec<GpuPoint>,
+}
+
+/// Most sample periods or points a GPU series carries; beyond it
+/// neighbours are merged (time-weighted).
+pub const MAX_GPU_POINTS: usize = 20_000;
+
 /// Everything the HTML report and the SVG chart draw.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ReportData {
@@ -135,6 +179,10 @@ pub struct ReportData {
     pub process_table: Vec<ProcessRow>,
     /// Latency histograms per op.
     pub histograms: Vec<OpHistogram>,
+    /// NVML samples per GPU, drawn beside the host tracks.
+    pub gpus: Vec<GpuSeries>,
+    /// Why there is no GPU chart, when the window has no NVML samples.
+    pub gpu_note: Option<String>,
     /// Caveats (sampling, trimming).
     pub notes: Vec<String>,
 }
@@ -304,6 +352,8 @@ impl ReportData {
             .iter()
             .map(|s| CpuPoint(secs(s.ts_ns), s.cpu_pct))
             .collect();
+        let gpus = gpu_series(ds);
+        let gpu_note = gpu_note(ds, &gpus);
 
         ReportData {
             generator: format!("ingero {}", env!("CARGO_PKG_VERSION")),
@@ -326,6 +376,8 @@ impl ReportData {
             gpu_idle: chains.gpu_idle.clone(),
             process_table: processes.processes.clone(),
             histograms: histograms_of(ds),
+            gpus,
+            gpu_note,
             notes,
         }
     }
@@ -347,6 +399,108 @@ impl ReportData {
             .map(|t| t.off_cpu.len())
             .sum()
     }
+}
+
+/// The NVML series of every GPU with samples in the window.
+fn gpu_series(ds: &Dataset) -> Vec<GpuSeries> {
+    let g = &ds.gpu;
+    let origin = ds.span.start_ns;
+    let win = (ds.window.lo_ns, ds.window.hi_ns);
+    let rows = |periods: &[UtilPeriod]| -> Vec<GpuPeriodRow> {
+        let rows: Vec<GpuPeriodRow> = clip(periods, win)
+            .iter()
+            .map(|p| {
+                GpuPeriodRow(
+                    (p.start_ns - origin) as f64 / 1e9,
+                    (p.end_ns - origin) as f64 / 1e9,
+                    p.busy * 100.0,
+                )
+            })
+            .collect();
+        thin_periods(rows, MAX_GPU_POINTS)
+    };
+    let in_scope = |pid: i32| {
+        ds.focus
+            .is_none_or(|f| pid == f || ds.descends_from(pid, f))
+    };
+    let mut ids: BTreeSet<u32> = g.sm.keys().copied().collect();
+    ids.extend(g.process.iter().map(|s| s.gpu));
+    ids.extend(g.status.iter().map(|s| s.gpu));
+    ids.into_iter()
+        .map(|gpu| {
+            let dev = g.devices.iter().find(|d| d.gpu == gpu);
+            let pids: BTreeSet<i32> = g
+                .process
+                .iter()
+                .filter(|s| s.gpu == gpu && in_scope(s.pid))
+                .map(|s| s.pid)
+                .collect();
+            let processes = pids
+                .into_iter()
+                .map(|pid| GpuProcessSeries {
+                    pid,
+                    comm: ds.comm(pid).to_string(),
+                    sm: rows(&g.process_periods(pid, gpu)),
+                })
+                .filter(|p| !p.sm.is_empty())
+                .collect();
+            let mem_used: Vec<GpuPoint> = g
+                .status
+                .iter()
+                .filter(|s| s.gpu == gpu && s.mem_used_bytes >= 0)
+                .filter(|s| s.ts_ns >= win.0 && s.ts_ns <= win.1)
+                .map(|s| GpuPoint((s.ts_ns - origin) as f64 / 1e9, s.mem_used_bytes as f64))
+                .collect();
+            let step = mem_used.len().div_ceil(MAX_GPU_POINTS).max(1);
+            GpuSeries {
+                gpu,
+                name: dev.map(|d| d.name.clone()).unwrap_or_default(),
+                mem_total_bytes: dev.map_or(0, |d| d.mem_total_bytes),
+                sm: rows(&g.device_periods(gpu)),
+                processes,
+                mem_used: mem_used.into_iter().step_by(step).collect(),
+            }
+        })
+        .filter(|s| !s.sm.is_empty() || !s.processes.is_empty() || !s.mem_used.is_empty())
+        .collect()
+}
+
+/// Why the report has no GPU chart, or `None` when it has one.
+fn gpu_note(ds: &Dataset, gpus: &[GpuSeries]) -> Option<String> {
+    if !gpus.is_empty() {
+        return None;
+    }
+    Some(if ds.gpu.devices.is_empty() {
+        "No NVML GPU samples in this file: GPU activity is not measured and GPU busy figures are host-side bounds. A capture on a host with the NVIDIA driver records them.".to_string()
+    } else {
+        format!(
+            "No NVML samples in this window (the capture saw {} GPU(s)): GPU busy figures are host-side bounds here.",
+            ds.gpu.devices.len()
+        )
+    })
+}
+
+/// Merges neighbouring periods (time-weighted) until at most `max` remain.
+fn thin_periods(rows: Vec<GpuPeriodRow>, max: usize) -> Vec<GpuPeriodRow> {
+    if rows.len() <= max || max == 0 {
+        return rows;
+    }
+    let k = rows.len().div_ceil(max);
+    rows.chunks(k)
+        .filter_map(|c| {
+            let (first, last) = (c.first()?, c.last()?);
+            let (mut busy, mut len) = (0.0, 0.0);
+            for r in c {
+                busy += (r.1 - r.0) * r.2;
+                len += r.1 - r.0;
+            }
+            Some(GpuPeriodRow(
+                first.0,
+                last.1,
+                if len > 0.0 { busy / len } else { 0.0 },
+            ))
+        })
+        .collect()
 }
 
 /// The `max` items with the largest `key`, back in their original order.

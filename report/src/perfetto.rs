@@ -2,7 +2,10 @@
 //! and chrome://tracing open directly: every raw CUDA call as a complete
 //! event on its thread, the off-CPU intervals of GPU-driving threads and the
 //! GPU-idle gaps on tracks beside it, CPU use and page-allocation rate as
-//! counters, and the causal chains as spans and global markers. Engineers
+//! counters, the GPU's own NVML samples as counters (device SM % and
+//! memory-controller %, memory used, power, SM clock, PCIe on one pseudo
+//! process per GPU; per-process SM % on each process), and the causal chains
+//! as spans and global markers. Engineers
 //! already know these viewers; this puts the trace where they look.
 //!
 //! Timestamps are microseconds after the capture start (the capture start in
@@ -13,6 +16,7 @@ use crate::error::Result;
 use ingero_store::{AggSource, CudaApi, HostKind};
 use ingero_tools::chains::ChainReport;
 use ingero_tools::dataset::Dataset;
+use ingero_tools::gpu_activity::clip;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +32,8 @@ pub const DRIVER_TID_BASE: i64 = 1_000_000_000;
 pub const OFF_CPU_TID_BASE: i64 = 2_000_000_000;
 /// Added to a process id for the track of its GPU-idle gaps.
 pub const GPU_IDLE_TID_BASE: i64 = 3_000_000_000;
+/// Pseudo process of GPU `n`'s NVML counters is `GPU_PID_BASE + n`.
+pub const GPU_PID_BASE: i64 = SYSTEM_PID + 16;
 
 /// One trace event. Which fields are present depends on the phase `ph`:
 /// `X` (complete: `dur`), `C` (counter: numeric `args`), `i` (instant: `s`
@@ -166,7 +172,10 @@ pub fn trace_of(ds: &Dataset, chains: &ChainReport) -> TraceFile {
                 pid: idle.pid as i64,
                 tid,
                 s: None,
-                args: json!({ "host_wait_share_of_process": idle.idle_share }),
+                args: json!({
+                    "host_wait_share_of_process": idle.idle_share,
+                    "busy_source": idle.busy_source,
+                }),
             });
         }
     }
@@ -239,6 +248,8 @@ pub fn trace_of(ds: &Dataset, chains: &ChainReport) -> TraceFile {
         }
     }
 
+    let gpu_pids = gpu_counters(ds, &mut events, &mut pids);
+
     // Causal chains: one track each, plus a global marker where each starts.
     for (i, c) in chains.chains.iter().enumerate() {
         let evidence: Map<String, Value> = c
@@ -295,6 +306,9 @@ pub fn trace_of(ds: &Dataset, chains: &ChainReport) -> TraceFile {
         ));
     };
     name_process(SYSTEM_PID, "host (system counters)".into(), -2);
+    for (pid, name) in &gpu_pids {
+        name_process(*pid, name.clone(), -3);
+    }
     if !chains.chains.is_empty() {
         name_process(CHAINS_PID, "causal chains".into(), -1);
     }
@@ -368,6 +382,127 @@ fn nest_complete_events(events: &mut [TraceEvent]) {
 pub fn write_trace(ds: &Dataset, chains: &ChainReport, out: impl Write) -> Result<()> {
     serde_json::to_writer(out, &trace_of(ds, chains))?;
     Ok(())
+}
+
+/// NVML counters: per GPU a pseudo process with device SM % and
+/// memory-controller % (each value from the start of the sample period it
+/// describes), memory used, power, SM clock and PCIe throughput (polled);
+/// per process its own SM % on its own track. Values the device could not
+/// report are left out, never drawn as 0. Returns the GPU pseudo processes
+/// with their names.
+fn gpu_counters(
+    ds: &Dataset,
+    events: &mut Vec<TraceEvent>,
+    pids: &mut BTreeSet<i64>,
+) -> Vec<(i64, String)> {
+    let g = &ds.gpu;
+    let origin = ds.span.start_ns;
+    let win = (ds.window.lo_ns.max(origin), ds.window.hi_ns);
+    let us = |ns: i64| (ns - origin) as f64 / 1e3;
+    let inside = |ts: i64| ts >= win.0 && ts <= win.1;
+    let in_scope = |pid: i32| {
+        ds.focus
+            .is_none_or(|f| pid == f || ds.descends_from(pid, f))
+    };
+    let mut gpus: BTreeSet<u32> = g.sm.keys().copied().collect();
+    gpus.extend(g.memory.keys());
+    gpus.extend(g.process.iter().map(|s| s.gpu));
+    gpus.extend(g.status.iter().map(|s| s.gpu));
+    let mut named = Vec::new();
+    for gpu in gpus {
+        let pid = GPU_PID_BASE + gpu as i64;
+        let model = g
+            .devices
+            .iter()
+            .find(|d| d.gpu == gpu)
+            .map(|d| d.name.clone())
+            .filter(|n| !n.is_empty());
+        named.push((
+            pid,
+            match model {
+                Some(m) => format!("GPU {gpu} {m} (NVML)"),
+                None => format!("GPU {gpu} (NVML)"),
+            },
+        ));
+        for p in clip(&g.device_periods(gpu), win) {
+            events.push(counter(
+                "SM %",
+                us(p.start_ns),
+                pid,
+                json!({ "sm": p.busy * 100.0 }),
+            ));
+        }
+        for s in g.memory.get(&gpu).into_iter().flatten() {
+            if inside(s.ts_ns) {
+                events.push(counter(
+                    "memory-controller %",
+                    us(s.ts_ns),
+                    pid,
+                    json!({ "mem": s.value }),
+                ));
+            }
+        }
+        for s in g.status.iter().filter(|s| s.gpu == gpu && inside(s.ts_ns)) {
+            let ts = us(s.ts_ns);
+            if s.mem_used_bytes >= 0 {
+                events.push(counter(
+                    "memory used MiB",
+                    ts,
+                    pid,
+                    json!({ "used": s.mem_used_bytes as f64 / (1u64 << 20) as f64 }),
+                ));
+            }
+            if s.power_mw >= 0 {
+                events.push(counter(
+                    "power W",
+                    ts,
+                    pid,
+                    json!({ "power": s.power_mw as f64 / 1000.0 }),
+                ));
+            }
+            if s.sm_clock_mhz >= 0 {
+                events.push(counter(
+                    "SM clock MHz",
+                    ts,
+                    pid,
+                    json!({ "clock": s.sm_clock_mhz }),
+                ));
+            }
+            let mut pcie = Map::new();
+            if s.pcie_rx_kbps >= 0 {
+                pcie.insert("rx".into(), json!(s.pcie_rx_kbps as f64 / 1000.0));
+            }
+            if s.pcie_tx_kbps >= 0 {
+                pcie.insert("tx".into(), json!(s.pcie_tx_kbps as f64 / 1000.0));
+            }
+            if !pcie.is_empty() {
+                events.push(counter("PCIe MB/s", ts, pid, Value::Object(pcie)));
+            }
+        }
+        let procs: BTreeSet<i32> = g
+            .process
+            .iter()
+            .filter(|s| s.gpu == gpu && in_scope(s.pid))
+            .map(|s| s.pid)
+            .collect();
+        let name = format!("GPU {gpu} SM %");
+        for p in procs {
+            let periods = clip(&g.process_periods(p, gpu), win);
+            if periods.is_empty() {
+                continue;
+            }
+            pids.insert(p as i64);
+            for q in periods {
+                events.push(counter(
+                    &name,
+                    us(q.start_ns),
+                    p as i64,
+                    json!({ "sm": q.busy * 100.0 }),
+                ));
+            }
+        }
+    }
+    named
 }
 
 fn counter(name: &str, ts: f64, pid: i64, args: Value) -> TraceEvent {

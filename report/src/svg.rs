@@ -1,10 +1,12 @@
 //! A static SVG picture of a time window of the trace: CPU use, page
-//! allocation rate, and per process the CUDA calls and off-CPU intervals of
-//! each GPU-driving thread, with the causal chains shaded behind. It is what
+//! allocation rate, the GPU's own SM utilisation (NVML, device and per
+//! process) where the capture has it, and per process the CUDA calls and
+//! off-CPU intervals of each GPU-driving thread, with the causal chains
+//! shaded behind. It is what
 //! an assistant shows when asked "what happened at +62 s" (the MCP tool
 //! `get_timeline_chart`), and needs no script to display.
 
-use crate::data::{OffCpuRow, RatePoint, ReportData, SpanRow};
+use crate::data::{GpuPeriodRow, OffCpuRow, RatePoint, ReportData, SpanRow};
 use crate::html::escape_html;
 use ingero_tools::chains::chains_of;
 use ingero_tools::dataset::Dataset;
@@ -232,6 +234,8 @@ fn axis(out: &mut String, plot: &Plot, bottom: f64) {
 enum Lane<'a> {
     Cpu,
     Rate(&'a str, &'a [RatePoint]),
+    GpuSm(String, &'a [GpuPeriodRow], &'static str),
+    GpuNone(&'a str),
     Group(String),
     Calls(i32, &'a [SpanRow]),
     OffCpu(i32, &'a [OffCpuRow]),
@@ -242,6 +246,18 @@ fn lanes_of(data: &ReportData) -> Vec<Lane<'_>> {
         Lane::Cpu,
         Lane::Rate("page allocs/s (all)", &data.page_alloc_total),
     ];
+    if data.gpus.is_empty() {
+        lanes.push(Lane::GpuNone(
+            data.gpu_note.as_deref().unwrap_or("no NVML samples"),
+        ));
+    }
+    for g in &data.gpus {
+        lanes.push(Lane::GpuSm(
+            format!("GPU {} SM % (NVML)", g.gpu),
+            &g.sm,
+            GPU_COLOR,
+        ));
+    }
     for p in &data.processes {
         lanes.push(Lane::Group(format!(
             "{} [{}]",
@@ -252,6 +268,15 @@ fn lanes_of(data: &ReportData) -> Vec<Lane<'_>> {
             },
             p.pid
         )));
+        for g in &data.gpus {
+            if let Some(own) = g.processes.iter().find(|q| q.pid == p.pid) {
+                lanes.push(Lane::GpuSm(
+                    format!("GPU {} SM % (this pid)", g.gpu),
+                    &own.sm,
+                    PROCESS_GPU_COLOR,
+                ));
+            }
+        }
         for t in &p.threads {
             lanes.push(Lane::Calls(t.tid, &t.calls));
             lanes.push(Lane::OffCpu(t.tid, &t.off_cpu));
@@ -268,6 +293,8 @@ impl Lane<'_> {
         match self {
             Lane::Cpu => 36.0,
             Lane::Rate(..) => 22.0,
+            Lane::GpuSm(..) => 30.0,
+            Lane::GpuNone(_) => 16.0,
             Lane::Group(_) => 16.0,
             Lane::Calls(..) => 16.0,
             Lane::OffCpu(..) => 10.0,
@@ -278,6 +305,8 @@ impl Lane<'_> {
         match self {
             Lane::Cpu => ("CPU % (system)".into(), false, false),
             Lane::Rate(name, _) => ((*name).into(), false, true),
+            Lane::GpuSm(name, ..) => (name.clone(), false, true),
+            Lane::GpuNone(_) => ("GPU (NVML)".into(), false, false),
             Lane::Group(name) => (name.clone(), true, false),
             Lane::Calls(tid, _) => (format!("tid {tid} CUDA calls"), false, true),
             Lane::OffCpu(tid, _) => (format!("tid {tid} off-CPU"), false, true),
@@ -323,6 +352,16 @@ impl Lane<'_> {
                     );
                 }
             }
+            Lane::GpuSm(_, rows, color) => gpu_periods(out, plot, y, h, rows, color),
+            Lane::GpuNone(text) => {
+                let _ = write!(
+                    out,
+                    "<text class=\"gpu-none\" x=\"{:.1}\" y=\"{:.1}\" fill=\"#5f6b7a\">{}</text>",
+                    plot.x0 + 6.0,
+                    y + h / 2.0 + 4.0,
+                    escape_html(text)
+                );
+            }
             Lane::Group(_) => {}
             Lane::Calls(_, rows) => {
                 let items = rows.iter().map(|s| (s.0, s.1, class_color(data, s.2)));
@@ -334,6 +373,47 @@ impl Lane<'_> {
             }
         }
     }
+}
+
+const GPU_COLOR: &str = "#2e7d32";
+const PROCESS_GPU_COLOR: &str = "#6a1b9a";
+
+/// Draws SM % per sample period as bars from the lane's floor; periods
+/// narrower than a pixel are merged, time-weighted.
+fn gpu_periods(out: &mut String, plot: &Plot, y: f64, h: f64, rows: &[GpuPeriodRow], color: &str) {
+    // (x0, x1, busy-seconds, seconds)
+    let mut cur: Option<(f64, f64, f64, f64)> = None;
+    let flush = |c: Option<(f64, f64, f64, f64)>, out: &mut String| {
+        if let Some((a, b, busy, len)) = c {
+            let pct = if len > 0.0 { busy / len } else { 0.0 };
+            let bh = pct.clamp(0.0, 100.0) / 100.0 * h;
+            let _ = write!(
+                out,
+                "<rect class=\"gpu-sm\" x=\"{a:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{bh:.2}\" fill=\"{color}\" fill-opacity=\"0.75\"/>",
+                y + h - bh,
+                (b - a).max(0.5)
+            );
+        }
+    };
+    for r in rows {
+        let (a, b) = (plot.x(r.0), plot.x(r.1));
+        if b < plot.x0 || a > plot.x1 {
+            continue;
+        }
+        let len = r.1 - r.0;
+        match cur.as_mut() {
+            Some(c) if b - c.0 < 2.0 => {
+                c.1 = b;
+                c.2 += len * r.2;
+                c.3 += len;
+            }
+            _ => {
+                flush(cur.take(), out);
+                cur = Some((a, b, len * r.2, len));
+            }
+        }
+    }
+    flush(cur, out);
 }
 
 /// Draws intervals, merging neighbours narrower than a pixel so dense lanes

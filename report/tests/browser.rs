@@ -341,3 +341,76 @@ fn a_dense_trace_renders_every_span() {
         "sub-pixel spans are merged ({rects} rectangles)"
     );
 }
+
+#[test]
+fn the_gpu_chart_sits_beside_the_host_tracks_and_the_busy_source_is_stated() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = TraceDb::open(&common::gpu_db(dir.path(), true)).expect("open");
+    let (data, path) = write_report(dir.path(), &db, &Scope::ALL);
+    let (dom, stderr) = headless(
+        &format!("file://{}", path.display()),
+        &["--dump-dom"],
+        dir.path(),
+    );
+    let attrs = body_attrs(&dom);
+    assert_eq!(
+        attrs.get("data-rendered").map(String::as_str),
+        Some("true"),
+        "{stderr}"
+    );
+    assert!(!attrs.contains_key("data-error"), "{attrs:?}");
+    assert_eq!(console_lines(&stderr), Vec::<&str>::new());
+    // Device SM, memory used, and the process's own SM lane.
+    assert_eq!(attr(&attrs, "data-gpu-lanes"), 3);
+    let g = &data.gpus[0];
+    let periods = g.sm.len() + g.processes.iter().map(|p| p.sm.len()).sum::<usize>();
+    assert_eq!(attr(&attrs, "data-gpu-periods"), periods);
+    assert!(
+        dom.matches("class=\"gpu-sm\"").count() >= 2,
+        "SM bars drawn"
+    );
+    assert!(dom.contains("class=\"gpu-proc\""), "per-process line drawn");
+    assert!(dom.contains("class=\"gpu-mem\""), "memory used drawn");
+    for needle in [
+        "GPU 0 SM % (NVML device)",
+        "GPU 0 SM % (NVML, pid)",
+        "GPU 0 memory used",
+        "data-busy-source=\"nvml_process\"",
+        "GPU busy 34.0% (2.04 s of 6.00 s), measured by NVML per-process samples of GPU 0",
+    ] {
+        assert!(dom.contains(needle), "the page lacks {needle}");
+    }
+    // The breakdown bar is busy plus every idle part: the whole lifetime.
+    let idle = &data.gpu_idle[0];
+    assert_eq!(idle.busy_ns + idle.causes.sum(), idle.span_ns);
+    assert!(
+        dom.contains(&format!("data-stack-ns=\"{}\"", idle.span_ns)),
+        "the bar covers the lifetime"
+    );
+}
+
+#[test]
+fn without_nvml_samples_the_page_says_the_busy_figure_is_a_host_side_bound() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = TraceDb::open(&common::gpu_db(dir.path(), false)).expect("open");
+    let (data, path) = write_report(dir.path(), &db, &Scope::ALL);
+    let (dom, stderr) = headless(
+        &format!("file://{}", path.display()),
+        &["--dump-dom"],
+        dir.path(),
+    );
+    let attrs = body_attrs(&dom);
+    assert_eq!(
+        attrs.get("data-rendered").map(String::as_str),
+        Some("true"),
+        "{stderr}"
+    );
+    assert_eq!(console_lines(&stderr), Vec::<&str>::new());
+    assert_eq!(attr(&attrs, "data-gpu-lanes"), 0);
+    assert!(dom.contains("class=\"lane-label gpu-none\""));
+    let note = data.gpu_note.as_deref().expect("note");
+    assert!(dom.contains(note), "the page shows: {note}");
+    assert!(dom.contains("data-busy-source=\"host_bound\""));
+    assert!(dom.contains("not measured: host-side bound only (no GPU samples)"));
+    assert!(dom.contains("GPU idle at least"));
+}
