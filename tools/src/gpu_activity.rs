@@ -15,6 +15,10 @@ use std::collections::BTreeMap;
 /// straddles each edge is known.
 const EDGE_NS: i64 = 2_000_000_000;
 
+/// Window of one per-process sample when the file holds too few to tell
+/// (the driver's averaging window seen on the H200, driver 580).
+const PROCESS_WINDOW_NS: i64 = 1_000_000_000;
+
 /// One sample period of a utilisation series.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct UtilPeriod {
@@ -190,33 +194,78 @@ impl GpuActivity {
         &self.process[a..b]
     }
 
-    /// Per-process SM periods of `pid` on `gpu`, on the device's sample grid
-    /// (NVML reports a process only in periods it was active: elsewhere 0).
-    /// Without device samples the process's own time stamps make the grid.
+    /// Per-process SM periods of `pid` on `gpu`.
+    ///
+    /// The driver answers `nvmlDeviceGetProcessUtilization` with at most one
+    /// sample per process and query, averaged over the driver's own window
+    /// (about 1 s on the H200 with driver 580: a GPU-bound loop reads 98-99%
+    /// there while device samples come every 1/6 s). So a sample covers the
+    /// time since the previous query that returned samples on this GPU (the
+    /// previous distinct time stamp of any process), at most one typical
+    /// window (the median distance between those time stamps) before it.
+    /// A process missing from a query's answer had no GPU activity then:
+    /// the holes between its periods, and the sampled time before its first
+    /// and after its last one, are periods of 0% (the sampled time is where
+    /// device samples exist, else the span of the process answers).
     pub fn process_periods(&self, pid: i32, gpu: u32) -> Vec<UtilPeriod> {
-        let rows: Vec<&GpuProcessSample> = self
-            .process_rows(pid)
+        let mut grid: Vec<i64> = self
+            .process
             .iter()
             .filter(|s| s.gpu == gpu)
+            .map(|s| s.ts_ns)
             .collect();
-        let grid = self.device_periods(gpu);
-        if grid.is_empty() {
-            let pts: Vec<(i64, f64)> = rows
-                .iter()
-                .map(|s| (s.ts_ns, s.sm_pct as f64 / 100.0))
-                .collect();
-            return Self::periods_of(&pts);
-        }
-        let mut out = grid;
-        let mut i = 0usize;
-        for p in &mut out {
-            p.busy = 0.0;
-            while i < rows.len() && rows[i].ts_ns <= p.end_ns {
-                if rows[i].ts_ns > p.start_ns {
-                    p.busy = p.busy.max(rows[i].sm_pct as f64 / 100.0);
-                }
-                i += 1;
+        grid.sort_unstable();
+        grid.dedup();
+        let mut gaps: Vec<i64> = grid.windows(2).map(|w| w[1] - w[0]).collect();
+        gaps.sort_unstable();
+        let window = gaps
+            .get(gaps.len() / 2)
+            .copied()
+            .unwrap_or(PROCESS_WINDOW_NS);
+        let mut own: Vec<UtilPeriod> = Vec::new();
+        for s in self.process_rows(pid).iter().filter(|s| s.gpu == gpu) {
+            let before = grid.partition_point(|&t| t < s.ts_ns);
+            let prev = before.checked_sub(1).map(|i| grid[i]);
+            let floor = own.last().map_or(i64::MIN, |p| p.end_ns);
+            let start = prev
+                .map_or(s.ts_ns - window, |p| p.max(s.ts_ns - window))
+                .max(floor);
+            if s.ts_ns > start {
+                own.push(UtilPeriod {
+                    start_ns: start,
+                    end_ns: s.ts_ns,
+                    busy: s.sm_pct as f64 / 100.0,
+                });
             }
+        }
+        let device = self.device_periods(gpu);
+        let sampled = match (device.first(), device.last(), grid.first(), grid.last()) {
+            (Some(a), Some(b), _, _) => Some((a.start_ns, b.end_ns)),
+            (None, None, Some(&a), Some(&b)) => Some((a - window, b)),
+            _ => None,
+        };
+        let Some((lo, hi)) = sampled else {
+            return own;
+        };
+        let mut out = Vec::with_capacity(own.len() * 2 + 1);
+        let mut at = lo;
+        for p in own {
+            if p.start_ns > at {
+                out.push(UtilPeriod {
+                    start_ns: at,
+                    end_ns: p.start_ns,
+                    busy: 0.0,
+                });
+            }
+            at = at.max(p.end_ns);
+            out.push(p);
+        }
+        if hi > at {
+            out.push(UtilPeriod {
+                start_ns: at,
+                end_ns: hi,
+                busy: 0.0,
+            });
         }
         out
     }
@@ -337,19 +386,59 @@ mod tests {
         assert_eq!(m.busy_ns, 250);
     }
 
-    #[test]
-    fn a_process_missing_from_a_period_was_idle_in_it() {
-        let mut g = GpuActivity::default();
-        g.sm.insert(0, vec![sample(100, 90), sample(200, 90), sample(300, 90)]);
-        g.process = vec![GpuProcessSample {
-            ts_ns: 150,
+    fn proc(ts: i64, pid: i32, sm: i64) -> GpuProcessSample {
+        GpuProcessSample {
+            ts_ns: ts,
             gpu: 0,
-            pid: 7,
-            sm_pct: 40,
+            pid,
+            sm_pct: sm,
             mem_pct: 0,
-        }];
-        let m = g.measured_busy(7, (0, 300)).expect("process samples");
+        }
+    }
+
+    #[test]
+    fn a_process_sample_covers_the_time_since_the_previous_answer() {
+        let mut g = GpuActivity::default();
+        // Device samples every 100 ns from 0 to 1000; per-process answers
+        // every 300 ns, pid 7 in the second and third only.
+        g.sm.insert(0, (1..=10).map(|i| sample(i * 100, 90)).collect());
+        g.process = vec![proc(300, 8, 10), proc(600, 7, 50), proc(900, 7, 100)];
+        g.process.sort_by_key(|s| (s.pid, s.ts_ns));
+        let p = g.process_periods(7, 0);
+        let spans: Vec<_> = p.iter().map(|p| (p.start_ns, p.end_ns, p.busy)).collect();
+        assert_eq!(
+            spans,
+            vec![
+                (0, 300, 0.0),
+                (300, 600, 0.5),
+                (600, 900, 1.0),
+                (900, 1000, 0.0)
+            ]
+        );
+        let m = g.measured_busy(7, (0, 1000)).expect("process samples");
         assert_eq!(m.source, BusySource::NvmlProcess);
-        assert_eq!(m.busy_ns, 40);
+        assert_eq!(m.covered_ns, 1000);
+        assert_eq!(m.busy_ns, 150 + 300);
+    }
+
+    #[test]
+    fn a_lone_answer_covers_at_most_one_window() {
+        // Answers at 1 s and 3 s: the median distance (2 s) is the window,
+        // so pid 7's answer at 3 s covers (1 s, 3 s]; with no device samples
+        // the sampled time is (1 s - window, 3 s].
+        let mut g = GpuActivity {
+            process: vec![proc(1_000_000_000, 8, 10), proc(3_000_000_000, 7, 40)],
+            ..Default::default()
+        };
+        g.process.sort_by_key(|s| (s.pid, s.ts_ns));
+        let p = g.process_periods(7, 0);
+        let spans: Vec<_> = p.iter().map(|p| (p.start_ns, p.end_ns, p.busy)).collect();
+        assert_eq!(
+            spans,
+            vec![
+                (-1_000_000_000, 1_000_000_000, 0.0),
+                (1_000_000_000, 3_000_000_000, 0.4)
+            ]
+        );
     }
 }
