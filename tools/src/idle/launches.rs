@@ -183,7 +183,7 @@ pub fn rule_checks(
             "launch_statistics",
             launches.launches_per_sync.is_some_and(|v| v < 5.0),
             format!(
-                "{} launches ({:.1}/s, {} of at most 65,536 threads), CPU launch time p50 {} ns / p99 {} ns, {} launches per synchronisation",
+                "{} launches ({:.1}/s, {} of them with at most 65,536 threads), CPU launch time p50 {} ns / p99 {} ns, {} launches per synchronisation",
                 launches.launches,
                 launches.launches_per_s,
                 launches.small_launches,
