@@ -29,6 +29,19 @@ const HOST_KIND_SQL: &str =
     "CASE e.op WHEN 1 THEN 1 WHEN 2 THEN 2 WHEN 3 THEN 3 WHEN 7 THEN 4 WHEN 5 THEN 5 WHEN 6 THEN 6 END";
 const HOST_OPS: &str = "(1, 2, 3, 5, 6, 7)";
 
+/// Ingero host ops that [`HOST_KIND_SQL`] maps to sched_switch (native
+/// kind 1), process_exit (kind 6) and process_fork (kind 4).
+const OP_SWITCH: i64 = 1;
+const OP_EXIT: i64 = 6;
+const OP_FORK: i64 = 7;
+
+/// Native `ts_ns` of an Ingero host row `e`. Ingero stamps a sched_switch
+/// row when the thread comes back on the CPU (`timestamp` = end of the
+/// off-CPU interval, `duration` = its length); native rows are stamped when
+/// the thread leaves it, so the interval is `[ts_ns, ts_ns + dur_ns]`.
+const HOST_TS_SQL: &str =
+    "CASE WHEN e.source = 3 AND e.op = 1 THEN e.timestamp - e.duration ELSE e.timestamp END";
+
 /// Attaches the Ingero file at `path` and builds the native views over it;
 /// `at_rest_wal`: a write-ahead-log file with no writer.
 pub(crate) fn attach_ingero_go(path: &Path, at_rest_wal: bool) -> Result<Mapped> {
@@ -63,6 +76,7 @@ pub(crate) fn attach_ingero_go(path: &Path, at_rest_wal: bool) -> Result<Mapped>
         version.replace('\'', "''")
     ))?;
     build_op_map(&conn).map_err(sql_err)?;
+    classify_threads(&conn).map_err(sql_err)?;
 
     let events_cols = columns(&conn, "events").map_err(sql_err)?;
     let has = |cols: &[String], c: &str| cols.iter().any(|x| x == c);
@@ -116,7 +130,7 @@ CREATE TEMP VIEW cuda_calls AS SELECT e.rowid AS id, {session_expr} AS session_i
   JOIN foreign_op_map m ON m.source = e.source AND m.op = e.op
   JOIN cuda_ops o ON o.id = m.op_id {node_join};
 CREATE TEMP VIEW host_events AS SELECT e.rowid AS id, {session_expr} AS session_id,
-    e.timestamp AS ts_ns, e.pid, e.tid, {HOST_KIND_SQL} AS kind, e.duration AS dur_ns,
+    {HOST_TS_SQL} AS ts_ns, e.pid, e.tid, {HOST_KIND_SQL} AS kind, e.duration AS dur_ns,
     CASE e.op WHEN 7 THEN e.arg1 WHEN 1 THEN -1
               WHEN 3 THEN (CASE WHEN e.arg0 <= 4096 THEN 0 WHEN e.arg0 <= 8192 THEN 1
                     WHEN e.arg0 <= 16384 THEN 2 WHEN e.arg0 <= 32768 THEN 3
@@ -126,7 +140,14 @@ CREATE TEMP VIEW host_events AS SELECT e.rowid AS id, {session_expr} AS session_
               ELSE 0 END AS arg,
     -1 AS cpu
   FROM src.events e {node_join}
-  WHERE e.source = {SRC_HOST} AND e.op IN {HOST_OPS};
+  WHERE e.source = {SRC_HOST} AND e.op IN {HOST_OPS}
+    AND NOT (e.op = {OP_SWITCH} AND e.pid IN (SELECT tid FROM foreign_threads))
+    AND NOT (e.op = {OP_FORK} AND EXISTS (SELECT 1 FROM foreign_threads t
+                                 WHERE t.tid = e.arg1 AND t.pid = e.pid))
+    AND NOT (e.op = {OP_EXIT} AND e.tid <> e.pid)
+UNION ALL SELECT e.rowid, {session_expr}, e.timestamp - e.duration, t.pid, e.tid, 1, e.duration, -1, -1
+  FROM foreign_threads t JOIN src.events e ON e.pid = t.tid {node_join}
+  WHERE e.source = {SRC_HOST} AND e.op = {OP_SWITCH};
 CREATE TEMP VIEW system_snapshots AS SELECT {default_session} AS session_id, timestamp AS ts_ns,
     cpu_pct, mem_pct AS mem_used_pct, mem_avail AS mem_avail_mb, swap_mb AS swap_used_mb,
     load_avg AS load1, -1 AS procs_running
@@ -134,14 +155,23 @@ CREATE TEMP VIEW system_snapshots AS SELECT {default_session} AS session_id, tim
 CREATE TEMP VIEW aggregates AS SELECT {default_session} AS session_id, e.bucket AS bucket_ns, e.pid,
     CASE WHEN e.source = {SRC_HOST} THEN 2 ELSE 1 END AS source,
     CASE WHEN e.source = {SRC_HOST} THEN {HOST_KIND_SQL} ELSE m.op_id END AS code,
-    e.count, e.stored, e.sum_dur AS sum_dur_ns, e.min_dur AS min_dur_ns, e.max_dur AS max_dur_ns,
+    e.count - COALESCE(d.n, 0) AS count, MAX(e.stored - COALESCE(d.n, 0), 0) AS stored,
+    e.sum_dur AS sum_dur_ns, e.min_dur AS min_dur_ns, e.max_dur AS max_dur_ns,
     CASE WHEN e.source = {SRC_HOST} OR o.class IN ('copy', 'alloc') THEN e.sum_arg0 ELSE 0 END
       AS sum_bytes{agg_extra}
   FROM src.event_aggregates e
   LEFT JOIN foreign_op_map m ON m.source = e.source AND m.op = e.op
   LEFT JOIN cuda_ops o ON o.id = m.op_id
-  WHERE (e.source IN ({SRC_CUDA}, {SRC_DRIVER}) AND m.op_id IS NOT NULL)
-     OR (e.source = {SRC_HOST} AND e.op IN {HOST_OPS});
+  LEFT JOIN foreign_thread_lifecycle d
+    ON e.source = {SRC_HOST} AND d.bucket = e.bucket AND d.pid = e.pid AND d.op = e.op
+  WHERE ((e.source IN ({SRC_CUDA}, {SRC_DRIVER}) AND m.op_id IS NOT NULL)
+     OR (e.source = {SRC_HOST} AND e.op IN {HOST_OPS} AND e.op <> {OP_SWITCH}))
+    AND e.count > COALESCE(d.n, 0)
+UNION ALL SELECT {default_session}, e.bucket, COALESCE(t.pid, e.pid), 2, 1,
+    SUM(e.count), SUM(e.stored), SUM(e.sum_dur), MIN(e.min_dur), MAX(e.max_dur), SUM(e.sum_arg0){agg_extra}
+  FROM src.event_aggregates e LEFT JOIN foreign_threads t ON t.tid = e.pid
+  WHERE e.source = {SRC_HOST} AND e.op = {OP_SWITCH}
+  GROUP BY e.bucket, COALESCE(t.pid, e.pid);
 CREATE TEMP VIEW recorded_chains AS SELECT * FROM src.causal_chains;
 "
     ))
@@ -211,25 +241,89 @@ fn build_op_map(conn: &Connection) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Sorts Ingero's fork rows into new processes and new threads, filling
+/// `foreign_threads` (thread id -> the process that owns it) and
+/// `foreign_thread_lifecycle` (per bucket, process and op, the fork and exit
+/// rows that concern a thread rather than a process).
+///
+/// Ingero records `sched_process_fork` for every new task, thread or process
+/// (op 7, `pid` = the forking process, `arg1` = the child's id), and
+/// `sched_process_exit` for every thread that ends (op 6, `tid` = that
+/// thread). Its BPF side files every row under the calling task's process id
+/// (`tgid`), except sched_switch rows (op 1), which carry the id of the thread
+/// coming back on the CPU as both `pid` and `tid` (a forked child is enrolled
+/// for tracing by that id, thread or not).
+///
+/// Rule: a fork row is a thread creation when its child never appears as the
+/// `pid` of a row Ingero files by process id (any event or aggregate other
+/// than sched_switch). A new process makes such rows under its own id almost
+/// at once (page allocations of its copied memory, exec, exit, wake-ups it
+/// sends); a new thread makes them under its parent's id (as `tid` there),
+/// so appearing as a `tid` of the parent's rows implies the rule. In the
+/// reference DataLoader capture this keeps the 4 `pt_data_worker` processes
+/// (2254-2257: page allocations and wake-ups under their own ids) and finds
+/// 7 threads: 2258 (`pt_data_pin`, PyTorch's pin-memory thread), 2259, 2260
+/// and 2262 (`python3`; like 2258 forked by 2233 and seen only in
+/// sched_switch totals filed under their own ids), 2264 and 2265 (threads of
+/// systemd-journald 429, whose exit rows carry pid 429 and those tids) and
+/// 2267 (forked by worker 2254, never seen again). A child that ran too briefly to leave any row is
+/// counted as a thread too: the file cannot tell them apart.
+///
+/// An exit row ends its process only when the exiting thread is the main one
+/// (`tid = pid`); other exit rows end a thread.
+fn classify_threads(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!(
+        "CREATE TABLE foreign_threads(tid INTEGER PRIMARY KEY, pid INTEGER NOT NULL);
+         INSERT OR IGNORE INTO foreign_threads(tid, pid)
+           SELECT f.arg1, f.pid FROM src.events f
+           WHERE f.source = {SRC_HOST} AND f.op = {OP_FORK} AND f.arg1 > 0 AND f.arg1 <> f.pid
+             AND NOT EXISTS (SELECT 1 FROM src.events e WHERE e.pid = f.arg1
+                             AND NOT (e.source = {SRC_HOST} AND e.op = {OP_SWITCH}))
+             AND NOT EXISTS (SELECT 1 FROM src.event_aggregates a WHERE a.pid = f.arg1
+                             AND NOT (a.source = {SRC_HOST} AND a.op = {OP_SWITCH}))
+           ORDER BY f.timestamp;
+         CREATE TABLE foreign_thread_lifecycle(bucket INTEGER NOT NULL, pid INTEGER NOT NULL,
+           op INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (bucket, pid, op));
+         INSERT INTO foreign_thread_lifecycle(bucket, pid, op, n)
+           SELECT e.timestamp - e.timestamp % {INGERO_BUCKET_NS}, e.pid, e.op, COUNT(*)
+           FROM src.events e
+           WHERE e.source = {SRC_HOST}
+             AND ((e.op = {OP_FORK} AND EXISTS (SELECT 1 FROM foreign_threads t
+                                                WHERE t.tid = e.arg1 AND t.pid = e.pid))
+                  OR (e.op = {OP_EXIT} AND e.tid <> e.pid))
+           GROUP BY 1, 2, 3;"
+    ))
+}
+
 /// Builds `processes` from Ingero's name table, fork events (for parents) and
-/// every pid that appears in events or aggregates.
+/// every pid that appears in events or aggregates; thread ids
+/// ([`classify_threads`]) count for the process that owns them.
+///
+/// A process begins at its fork row when it has one, else at its first sign
+/// (a row, an aggregate bucket's start, its name being read). It ends at its
+/// exit row (main thread, `tid = pid`) when it has one, whatever other rows
+/// say (an aggregate bucket starts up to a minute before or after it);
+/// otherwise at its last sign.
 fn fill_processes(conn: &Connection, session: i64) -> rusqlite::Result<()> {
     conn.execute(
         &format!(
             "INSERT OR IGNORE INTO processes(session_id, pid, ppid, comm, cmdline, first_seen_ns, last_seen_ns)
-             SELECT {session}, p.pid,
-                COALESCE((SELECT f.pid FROM src.events f WHERE f.source = {SRC_HOST} AND f.op = 7
-                          AND f.arg1 = p.pid ORDER BY f.timestamp DESC LIMIT 1), 0),
-                COALESCE((SELECT n.name FROM src.process_names n WHERE n.pid = p.pid), ''),
-                '',
+             SELECT {session}, q.pid, q.ppid, q.comm, '', q.first_ns, MAX(q.first_ns, q.last_ns)
+             FROM (SELECT p.pid,
+                COALESCE((SELECT f.pid FROM src.events f WHERE f.source = {SRC_HOST} AND f.op = {OP_FORK}
+                          AND f.arg1 = p.pid ORDER BY f.timestamp DESC LIMIT 1), 0) AS ppid,
+                COALESCE((SELECT n.name FROM src.process_names n WHERE n.pid = p.pid), '') AS comm,
                 COALESCE((SELECT MIN(f.timestamp) FROM src.events f WHERE f.source = {SRC_HOST}
-                          AND f.op = 7 AND f.arg1 = p.pid), p.lo),
-                p.hi
-             FROM (SELECT pid, MIN(lo) AS lo, MAX(hi) AS hi FROM (
-                     SELECT pid, MIN(timestamp) AS lo, MAX(timestamp) AS hi FROM src.events GROUP BY pid
+                          AND f.op = {OP_FORK} AND f.arg1 = p.pid), p.lo) AS first_ns,
+                COALESCE((SELECT MAX(x.timestamp) FROM src.events x WHERE x.pid = p.pid
+                          AND x.source = {SRC_HOST} AND x.op = {OP_EXIT} AND x.tid = x.pid), p.hi) AS last_ns
+             FROM (SELECT COALESCE(t.pid, s.pid) AS pid, MIN(s.lo) AS lo, MAX(s.hi) AS hi FROM (
+                     SELECT pid, MIN({HOST_TS_SQL}) AS lo, MAX(e.timestamp) AS hi
+                       FROM src.events e GROUP BY pid
                      UNION ALL SELECT pid, MIN(bucket), MAX(bucket) FROM src.event_aggregates GROUP BY pid
-                     UNION ALL SELECT pid, seen_at, seen_at FROM src.process_names)
-                   WHERE pid > 0 GROUP BY pid) p"
+                     UNION ALL SELECT pid, seen_at, seen_at FROM src.process_names) s
+                   LEFT JOIN foreign_threads t ON t.tid = s.pid
+                   WHERE s.pid > 0 GROUP BY 1) p) q"
         ),
         [],
     )?;

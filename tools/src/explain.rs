@@ -4,7 +4,7 @@
 use crate::chains::{chains_with_starvation, ChainReport};
 use crate::dataset::Dataset;
 use crate::error::Result;
-use crate::processes::{per_process_of, ProcessBreakdown};
+use crate::processes::{per_process_in, ProcessBreakdown};
 use crate::scope::Scope;
 use crate::starvation::StarvationEstimate;
 use crate::stats::{op_stats_of, OpStatsReport, WindowInfo};
@@ -98,7 +98,7 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
         raw_host_rows,
     };
     let (chains, starvation) = chains_with_starvation(&ds);
-    let processes = per_process_of(&ds);
+    let processes = per_process_in(db, &ds)?;
     let stats = op_stats_of(&ds);
     let limits = limits_of(&ds, &processes, &stats, &capture);
     Ok(Report {

@@ -209,12 +209,13 @@ pub fn starvation_text(list: &[StarvationEstimate]) -> String {
     s
 }
 
-/// Per-process table.
+/// Per-process table: CUDA use, switches, and off-CPU time per thread (the
+/// GPU thread on the row, the other threads below it).
 pub fn processes_text(b: &ProcessBreakdown) -> String {
     let mut s = String::from("Per process\n");
     let _ = writeln!(
         s,
-        "  {:>7} {:>7} {:<16} {:<17} {:>9} {:>10} {:>10} {:>10} {:>10} {:>11} {:>5}",
+        "  {:>7} {:>7} {:<16} {:<17} {:>9} {:>10} {:>10} {:>9} {:>11} {:>11} {:>5}",
         "pid",
         "ppid",
         "comm",
@@ -222,8 +223,8 @@ pub fn processes_text(b: &ProcessBreakdown) -> String {
         "cuda",
         "cuda time",
         "switches",
-        "off-CPU",
-        "max off",
+        "gpu tid",
+        "its off-CPU",
         "page allocs",
         "forks"
     );
@@ -236,9 +237,13 @@ pub fn processes_text(b: &ProcessBreakdown) -> String {
             Role::Child => "child",
             Role::External => "external",
         };
+        let (gpu_tid, gpu_off) = match &p.gpu_thread {
+            Some(t) => (t.tid.to_string(), ns(t.off_cpu_ns)),
+            None => ("-".to_string(), "-".to_string()),
+        };
         let _ = writeln!(
             s,
-            "  {:>7} {:>7} {:<16} {:<17} {:>9} {:>10} {:>10} {:>10} {:>10} {:>11} {:>5}",
+            "  {:>7} {:>7} {:<16} {:<17} {:>9} {:>10} {:>10} {:>9} {:>11} {:>11} {:>5}",
             p.pid,
             p.ppid,
             truncate(&p.comm, 16),
@@ -246,11 +251,44 @@ pub fn processes_text(b: &ProcessBreakdown) -> String {
             count(p.cuda_calls),
             ns(p.cuda_time_ns),
             count(p.context_switches),
-            ns(p.off_cpu_total_ns),
-            ns(p.off_cpu_max_ns),
+            gpu_tid,
+            gpu_off,
             count(p.page_allocs),
             p.forks
         );
+        let thread_line = |t: &crate::processes::ThreadRow| {
+            format!(
+                "tid {}: off-CPU {} of {} ({}), {} switches, longest {}",
+                t.tid,
+                ns(t.off_cpu_ns),
+                ns(t.lifetime_ns),
+                pct(t.off_cpu_share),
+                count(t.switches),
+                ns(t.off_cpu_max_ns)
+            )
+        };
+        if let Some(t) = &p.gpu_thread {
+            let _ = writeln!(
+                s,
+                "          GPU thread {}; {} CUDA calls kept as raw rows, {} inside them",
+                thread_line(t),
+                count(t.cuda_calls),
+                ns(t.cuda_time_ns)
+            );
+        }
+        for t in &p.threads {
+            let _ = writeln!(s, "          thread {}", thread_line(t));
+        }
+        if p.threads_not_listed > 0 {
+            let _ = writeln!(
+                s,
+                "          and {} more threads",
+                count(p.threads_not_listed)
+            );
+        }
+        if p.gpu_thread.is_some() || !p.threads.is_empty() {
+            let _ = writeln!(s, "          threads: {}", p.threads_basis);
+        }
         for o in p
             .ops
             .iter()

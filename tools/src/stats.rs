@@ -4,7 +4,7 @@ use crate::dataset::{Call, Dataset};
 use crate::error::Result;
 use crate::percentile::p50_p95_p99;
 use crate::scope::Scope;
-use ingero_store::{AggSource, CudaApi, HostKind, OpClass, ResolvedWindow, TraceDb};
+use ingero_store::{AggSource, CudaApi, DbFormat, HostKind, OpClass, ResolvedWindow, TraceDb};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -39,8 +39,32 @@ pub struct OpStats {
     pub tail_ratio: Option<f64>,
     /// Bytes copied or allocated.
     pub total_bytes: i64,
+    /// Of `count`, calls made while another probed CUDA call of the same
+    /// thread was in flight (the driver half of a runtime call, e.g.
+    /// `cuLaunchKernel` inside `cudaLaunchKernel`): the same work as that
+    /// call, so totals over ops leave them out.
+    pub nested_count: i64,
+    /// Of `total_ns`, the time of those nested calls (already inside the
+    /// time of the calls they were made from).
+    pub nested_ns: i64,
+    /// Share of the time inside outer CUDA calls (of the ops listed with
+    /// this one) that this op's outer calls make up; nested calls count
+    /// under the call they were made from.
+    pub share_of_cuda_time: f64,
     /// Where the numbers come from, in words.
     pub basis: String,
+}
+
+impl OpStats {
+    /// Calls made from outside any other probed call (each logical call once).
+    pub fn outer_count(&self) -> i64 {
+        self.count - self.nested_count
+    }
+
+    /// Time of the outer calls, ns.
+    pub fn outer_ns(&self) -> i64 {
+        self.total_ns - self.nested_ns
+    }
 }
 
 /// Totals of one kind of host event.
@@ -122,8 +146,18 @@ pub struct OpStatsReport {
     pub ops: Vec<OpStats>,
     /// Host events by kind.
     pub host: Vec<HostStats>,
-    /// Time spent inside CUDA calls, summed over ops, ns.
+    /// CUDA calls made, each logical call once: outer calls only (a driver
+    /// call made inside a runtime call is part of that call).
+    pub total_calls: i64,
+    /// Time spent inside CUDA calls, ns: outer calls only, so nested time is
+    /// not counted twice.
     pub cuda_api_time_ns: i64,
+    /// Calls nested inside another call of their thread, shown per op and
+    /// left out of `total_calls`.
+    pub nested_calls: i64,
+    /// Their time, ns, left out of `cuda_api_time_ns` (it lies inside the
+    /// outer calls' time).
+    pub nested_time_ns: i64,
     /// Events the capture reported lost.
     pub lost_events: i64,
     /// CUDA calls recorded without a return (ret -1: their thread exited
@@ -156,6 +190,24 @@ pub fn op_stats_of(ds: &Dataset) -> OpStatsReport {
             ));
         }
     }
+    let nested_calls: i64 = ops.iter().map(|o| o.nested_count).sum();
+    let nested_time_ns: i64 = ops.iter().map(|o| o.nested_ns).sum();
+    if nested_calls > 0 {
+        notes.push(format!(
+            "Totals count each call once: {nested_calls} calls made inside another CUDA call of the \
+             same thread (the driver half of a runtime call, {} inside them) appear under their \
+             own op (nested_count) but are not added again.",
+            crate::format::ns(nested_time_ns)
+        ));
+        if !nesting_recorded(ds) {
+            notes.push(
+                "This file does not record nesting: a driver call counts as nested when it lies \
+                 inside a runtime call of its thread; for sampled ops the nested share of the kept \
+                 raw rows is applied to the op's totals (an estimate)."
+                    .to_string(),
+            );
+        }
+    }
     let host = HostKind::ALL
         .iter()
         .filter_map(|k| {
@@ -172,7 +224,10 @@ pub fn op_stats_of(ds: &Dataset) -> OpStatsReport {
         .collect();
     OpStatsReport {
         window: WindowInfo::of(ds),
-        cuda_api_time_ns: ops.iter().map(|o| o.total_ns).sum(),
+        total_calls: ops.iter().map(OpStats::outer_count).sum(),
+        cuda_api_time_ns: ops.iter().map(OpStats::outer_ns).sum(),
+        nested_calls,
+        nested_time_ns,
         ops,
         host,
         lost_events: ds.lost_events,
@@ -194,18 +249,56 @@ pub fn ops_for(ds: &Dataset, pid: Option<i32>) -> Vec<OpStats> {
             by_op.entry(a.code as u16).or_default();
         }
     }
+    let recorded = nesting_recorded(ds);
     let mut out: Vec<OpStats> = by_op
         .into_iter()
-        .map(|(op_id, calls)| one_op(ds, op_id, &calls, pid))
+        .map(|(op_id, calls)| one_op(ds, op_id, &calls, pid, recorded))
         .collect();
+    let outer_total: i64 = out.iter().map(OpStats::outer_ns).sum();
+    for o in &mut out {
+        o.share_of_cuda_time = if outer_total > 0 {
+            (o.outer_ns().max(0) as f64 / outer_total as f64).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+    }
     out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.op.cmp(&b.op)));
     out
 }
 
-fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>) -> OpStats {
+/// True when the file records which calls are nested (native schema 2 on:
+/// raw rows carry the flag and aggregates the nested parts); otherwise the
+/// dataset infers it for raw rows from time containment.
+fn nesting_recorded(ds: &Dataset) -> bool {
+    matches!(ds.format, DbFormat::Native { version } if version >= 2)
+}
+
+/// Nested part (count, ns) of one op's aggregate rows.
+fn agg_nested(ds: &Dataset, op_id: u16, pid: Option<i32>) -> (i64, i64) {
+    ds.aggs
+        .iter()
+        .filter(|a| {
+            a.source == AggSource::Cuda && a.code == op_id as i64 && pid.is_none_or(|p| a.pid == p)
+        })
+        .fold((0, 0), |(n, t), a| {
+            (n + a.nested_count, t.saturating_add(a.nested_dur_ns))
+        })
+}
+
+/// `part / whole` of `total`, rounded (0 when `whole` is 0).
+fn scaled(total: i64, part: i64, whole: i64) -> i64 {
+    if whole <= 0 {
+        return 0;
+    }
+    ((total as f64) * (part as f64) / (whole as f64)).round() as i64
+}
+
+fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded: bool) -> OpStats {
     let mut durs: Vec<i64> = calls.iter().map(|c| c.dur_ns).collect();
     let raw_n = durs.len() as i64;
     let raw_sum: i64 = durs.iter().sum();
+    let raw_nested_n = calls.iter().filter(|c| c.nested).count() as i64;
+    let raw_nested_ns: i64 = calls.iter().filter(|c| c.nested).map(|c| c.dur_ns).sum();
     let raw_max = durs.iter().copied().max().unwrap_or(0);
     let raw_bytes: i64 = calls.iter().map(|c| c.bytes).sum();
     let (p50, p95, p99) = p50_p95_p99(&mut durs);
@@ -214,7 +307,7 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>) -> OpStat
         *s == AggSource::Cuda && *c == op_id as i64 && pid.is_none_or(|f| f == *p)
     });
     let fully_stored = (agg.count == 0 || agg.stored >= agg.count) && !edge_sampled;
-    let (count, total, max, bytes, exact, basis) = if fully_stored {
+    let (count, total, max, bytes, exact, mut basis) = if fully_stored {
         (
             raw_n,
             raw_sum,
@@ -236,6 +329,37 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>) -> OpStat
             ),
         )
     };
+    // The nested part: exact from raw rows when every call is one, from the
+    // aggregates' nested parts when the file records nesting, otherwise the
+    // kept rows' nested share applied to the totals.
+    let (nested_count, nested_ns, how) = if fully_stored {
+        (
+            raw_nested_n,
+            raw_nested_ns,
+            if recorded {
+                "recorded"
+            } else {
+                "inferred from time containment"
+            },
+        )
+    } else if recorded {
+        let (n, t) = agg_nested(ds, op_id, pid);
+        (n, t, "recorded")
+    } else {
+        (
+            scaled(count, raw_nested_n, raw_n),
+            scaled(total, raw_nested_ns, raw_sum),
+            "estimated from the kept raw rows",
+        )
+    };
+    let nested_count = nested_count.clamp(0, count.max(0));
+    let nested_ns = nested_ns.clamp(0, total.max(0));
+    if nested_count > 0 {
+        basis.push_str(&format!(
+            "; {nested_count} of the calls ({nested_ns} ns) were nested inside another CUDA call \
+             of their thread ({how}) and are left out of totals"
+        ));
+    }
     let info = ds.ops.get(&op_id);
     OpStats {
         op: ds.op_name(op_id).to_string(),
@@ -259,6 +383,9 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>) -> OpStat
             _ => None,
         },
         total_bytes: bytes,
+        nested_count,
+        nested_ns,
+        share_of_cuda_time: 0.0,
         basis,
     }
 }

@@ -126,13 +126,27 @@ fn per_process_breakdown_matches_sql_on_the_file() {
             "SELECT MAX(max_dur) FROM event_aggregates WHERE source = 1 AND op = 7 AND pid = 2233"
         )
     );
+    // Ingero files sched_switch rows under the thread's own id; fork
+    // children that never appear as the pid of any other row are threads
+    // (2258 pt_data_pin, 2259, 2260, 2262 of 2233), counted for their process.
+    let threads_of = |pid: i32| {
+        format!(
+            "SELECT f.arg1 FROM events f WHERE f.source = 3 AND f.op = 7 AND f.pid = {pid} \
+             AND NOT EXISTS (SELECT 1 FROM events e WHERE e.pid = f.arg1 \
+                             AND NOT (e.source = 3 AND e.op = 1)) \
+             AND NOT EXISTS (SELECT 1 FROM event_aggregates a WHERE a.pid = f.arg1 \
+                             AND NOT (a.source = 3 AND a.op = 1))"
+        )
+    };
     for pid in [2233, 2254, 2255, 2256, 2257] {
         let row = proc_row(pid);
         let switches = agg(
             &raw,
             &format!(
-            "SELECT SUM(count) FROM event_aggregates WHERE source = 3 AND op = 1 AND pid = {pid}"
-        ),
+                "SELECT SUM(count) FROM event_aggregates WHERE source = 3 AND op = 1 \
+                 AND (pid = {pid} OR pid IN ({}))",
+                threads_of(pid)
+            ),
         );
         let pages = agg(
             &raw,
@@ -147,9 +161,30 @@ fn per_process_breakdown_matches_sql_on_the_file() {
             assert_eq!(row.ppid, 2233);
         }
     }
-    assert_eq!(proc_row(2258).role, Role::PinMemory);
-    // Workers switch far more than the main process.
-    assert!(proc_row(2254).context_switches > 10 * main.context_switches);
+    // PyTorch's pin-memory thread (2258, pt_data_pin) is a thread of 2233, not a process.
+    assert_eq!(
+        agg(
+            &raw,
+            &format!(
+                "SELECT COUNT(*) FROM ({}) WHERE arg1 = 2258",
+                threads_of(2233)
+            )
+        ),
+        1
+    );
+    assert!(b.processes.iter().all(|p| p.pid != 2258));
+    // Workers switch far more than the main process's GPU thread, whose
+    // off-CPU time is its own (raw rows, switch-in stamps).
+    let gpu = main.gpu_thread.as_ref().expect("GPU thread");
+    assert_eq!(gpu.tid, 2233);
+    assert_eq!(
+        gpu.switches,
+        agg(
+            &raw,
+            "SELECT COUNT(*) FROM events WHERE source = 3 AND op = 1 AND tid = 2233"
+        )
+    );
+    assert!(proc_row(2254).context_switches > 10 * gpu.switches);
 }
 
 #[test]
@@ -205,9 +240,10 @@ fn starvation_estimate_matches_sql() {
         "SELECT MAX(timestamp + duration) FROM events WHERE source IN (1, 4) AND tid = 2233",
     );
     assert_eq!(s.wall_ns, last - first);
+    // Ingero stamps a switch when the thread comes back: off-CPU from timestamp - duration.
     let off = agg(&raw, &format!(
-        "SELECT SUM(MIN(duration, {last} - timestamp)) FROM events WHERE source = 3 AND op = 1 AND tid = 2233 \
-         AND timestamp BETWEEN {first} AND {last}"
+        "SELECT SUM(MIN(timestamp, {last}) - MAX(timestamp - duration, {first})) FROM events \
+         WHERE source = 3 AND op = 1 AND tid = 2233 AND timestamp - duration BETWEEN {first} AND {last}"
     ));
     assert_eq!(s.off_cpu_ns, off);
     // CUDA time covers every call (scaled from sampled rows to the totals).

@@ -51,7 +51,10 @@ pub fn run(args: Args) -> Result<()> {
             println!("pid {} {}", p.pid, p.comm);
             let per = ingero_tools::stats::OpStatsReport {
                 window: report.window.clone(),
+                total_calls: p.cuda_calls,
                 cuda_api_time_ns: p.cuda_time_ns,
+                nested_calls: p.ops.iter().map(|o| o.nested_count).sum(),
+                nested_time_ns: p.ops.iter().map(|o| o.nested_ns).sum(),
                 ops: p.ops.clone(),
                 host: Vec::new(),
                 lost_events: 0,
