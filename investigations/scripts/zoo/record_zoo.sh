@@ -4,6 +4,7 @@
 # databases for the trip back. Run as root from the repository root:
 #   investigations/scripts/zoo/record_zoo.sh OUT_DIR [INGERO_BINARY] [PHASE...]
 # PHASE: core (the four reference cases, two of them also with --sample 50),
+#        short (the tiny-kernel case, full, 2 s),
 #        overhead (untraced / traced without GPU samples / traced, alternating),
 #        rest (the other cases, traced), smoke (the other cases untraced, 1 s).
 # Default: core overhead smoke. Every case prints one JSON line of its
@@ -20,6 +21,9 @@ export PYTHONUNBUFFERED=1
 log() { echo "== [$(( $(date +%s) - T0 ))s] $*"; }
 left() { [ $(( $(date +%s) - T0 )) -lt "$BUDGET" ] || { log "time budget spent, skipping: $*"; return 1; }; }
 RES="$OUT/zoo-results.jsonl"
+REST="slow_workers sync_in_loop pageable_copies pinned_copies_overlap io_bound cpu_contention
+      compile_stall cuda_graphs sleep_idle mixed_phases gil_contention one_off_block
+      page_alloc_storm idle_server hf_generate"
 
 # trace NAME SECONDS EXTRA_TRACE_ARGS -- zoo args: one traced case into OUT/zoo-NAME.db.
 trace_case() {
@@ -74,14 +78,16 @@ overhead)
   done
   ;;
 rest)
-  for c in slow_workers sync_in_loop pageable_copies pinned_copies_overlap io_bound cpu_contention \
-           compile_stall cuda_graphs sleep_idle mixed_phases; do
+  for c in $REST; do
     trace_case "$c" 5 -- --case "$c"
   done
   ;;
+short)
+  # A full (unsampled) tiny-kernel capture small enough to keep: 2 s steady.
+  trace_case launch_bound 2 -- --case launch_bound
+  ;;
 smoke)
-  for c in slow_workers sync_in_loop pageable_copies pinned_copies_overlap io_bound cpu_contention \
-           compile_stall cuda_graphs sleep_idle mixed_phases; do
+  for c in $REST; do
     left "smoke $c" || break
     line=$(timeout 120 "$PY" "$Z" --case "$c" --seconds 1 2> "$OUT/smoke-$c.err" | grep '^{"zoo_case"')
     echo "{\"smoke\": \"$c\", \"line\": ${line:-null}}" >> "$RES"

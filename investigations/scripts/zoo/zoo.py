@@ -14,7 +14,8 @@ Usage: python3 zoo.py --case NAME [--seconds 6] [--steps N] [--set key=value ...
        python3 zoo.py --list
 Cases: gpu_bound launch_bound alloc_churn dataloader_starved slow_workers
        sync_in_loop pageable_copies pinned_copies_overlap io_bound cpu_contention
-       compile_stall cuda_graphs sleep_idle mixed_phases
+       compile_stall cuda_graphs sleep_idle mixed_phases gil_contention
+       one_off_block page_alloc_storm idle_server hf_generate
 Only torch, numpy-free, standard library.
 """
 import argparse
@@ -48,6 +49,11 @@ DEFAULTS = {
     "cuda_graphs": {"elements": 1024, "kernels_per_graph": 100, "replays_per_step": 10},
     "sleep_idle": {"n": 8192, "matmuls_per_step": 3, "sleep_ms": 50.0},
     "mixed_phases": {"n": 8192, "matmuls_per_step": 10, "gpu_s": 3.0, "host_s": 3.0},
+    "gil_contention": {"n": 2048, "matmuls_per_step": 4, "python_threads": 1},
+    "one_off_block": {"n": 8192, "matmuls_per_step": 10, "block_s": 2.0},
+    "page_alloc_storm": {"n": 2048, "host_mib": 256},
+    "idle_server": {"n": 4096, "request_every_s": 2.0},
+    "hf_generate": {"layers": 4, "hidden": 512, "heads": 8, "new_tokens": 64, "batch": 1},
 }
 CASES = list(DEFAULTS)
 
@@ -856,6 +862,239 @@ def case_mixed_phases(torch, P, A):
     R["derived"] = {
         "gpu_timing": g, "gpu_s_per_step": per_step,
         "gpu_busy_est": busy_est(per_step, p1["steps"] + p3["steps"], R["steady"]["wall_s"]),
+    }
+
+
+def spin_python(stop):
+    """Pure-Python arithmetic in a second thread: it holds the GIL most of the time."""
+    acc = 0
+    while not stop.is_set():
+        for j in range(1000):
+            acc += j * j
+
+
+def case_gil_contention(torch, P, A):
+    n, k = P["n"], P["matmuls_per_step"]
+    x, y, z = matmul_setup(torch, n)
+
+    def step(_):
+        for _ in range(k):
+            torch.mm(x, y, out=z)
+        torch.cuda.synchronize()
+
+    w0 = mark()
+    for _ in range(20):
+        step(0)
+    g = gpu_time(torch, lambda: torch.mm(x, y, out=z), reps=40)
+    R["warmup"] = span(w0, mark())
+    per_step = g["gpu_s_per_call"] * k
+    base = run_steps(step, 1.5, name="baseline_no_threads")
+    base["gpu_busy_est"] = busy_est(per_step, base["steps"], base["wall_s"])
+    stop = threading.Event()
+    threads = [threading.Thread(target=spin_python, args=(stop,), daemon=True)
+               for _ in range(int(P["python_threads"]))]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.2)
+        sp = run_steps(step, A.seconds, A.steps, A.max_seconds)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
+    R["phases"] = [base]
+    R["construction"] = {
+        "op": f"torch.mm bf16 {n}^3", "matmuls_per_step": k, "syncs_per_step": 1,
+        "python_threads": int(P["python_threads"]),
+        "contender": "threading.Thread in the same process running a pure-Python loop (holds the GIL; "
+                     "the GPU thread waits for it after each CUDA call that released it)",
+        "switch_interval_s": sys.getswitchinterval(),
+    }
+    R["steady"] = sp
+    R["derived"] = {
+        "gpu_timing": g, "gpu_s_per_step": per_step,
+        "baseline_s_per_step": round(base["wall_s"] / base["steps"], 9),
+        "contended_s_per_step": round(sp["wall_s"] / sp["steps"], 9),
+        "baseline_gpu_busy_est": base["gpu_busy_est"],
+        "gpu_busy_est": busy_est(per_step, sp["steps"], sp["wall_s"]),
+    }
+
+
+def case_one_off_block(torch, P, A):
+    n, k, blk = P["n"], P["matmuls_per_step"], P["block_s"]
+    x, y, z = matmul_setup(torch, n)
+    state = {"blocked": False, "at": None}
+    half = A.seconds / 2
+
+    def step(_):
+        for _ in range(k):
+            torch.mm(x, y, out=z)
+        torch.cuda.synchronize()
+        if not state["blocked"] and time.perf_counter() - state["t0"] >= half:
+            state["blocked"] = True
+            a = mark()
+            # One blocking wait of the GPU thread: a lock held elsewhere,
+            # here a condition nobody signals before the timeout.
+            threading.Event().wait(blk)
+            state["at"] = span(a, mark(), name="block")
+
+    w0 = mark()
+    state["t0"] = time.perf_counter()
+    for _ in range(3):
+        step(0)
+    state["blocked"] = False
+    g = gpu_time(torch, lambda: torch.mm(x, y, out=z), reps=10)
+    R["warmup"] = span(w0, mark())
+    R["construction"] = {
+        "op": f"torch.mm bf16 {n}^3", "matmuls_per_step": k, "syncs_per_step": 1,
+        "block": f"one threading.Event().wait({blk}) in the GPU thread half-way through the steady phase",
+        "block_s": blk,
+    }
+    state["t0"] = time.perf_counter()
+    sp = run_steps(step, A.seconds + blk, A.steps, A.max_seconds)
+    R["steady"] = sp
+    R["phases"] = [state["at"]] if state["at"] else []
+    per_step = g["gpu_s_per_call"] * k
+    R["derived"] = {
+        "gpu_timing": g, "gpu_s_per_step": per_step,
+        "block_wall_s": state["at"]["wall_s"] if state["at"] else None,
+        "gpu_busy_est": busy_est(per_step, sp["steps"], sp["wall_s"]),
+    }
+
+
+def case_page_alloc_storm(torch, P, A):
+    n, mib = P["n"], P["host_mib"]
+    x, y, z = matmul_setup(torch, n)
+    acc = {"touch_s": 0.0}
+
+    def step(_):
+        t = time.perf_counter()
+        # Fresh anonymous memory every step, written once: the kernel
+        # allocates and zeroes every page (mm_page_alloc), then frees it.
+        buf = bytearray(mib * MIB)
+        buf[::4096] = b"\x01" * (len(buf) // 4096)
+        del buf
+        acc["touch_s"] += time.perf_counter() - t
+        torch.mm(x, y, out=z)
+        torch.cuda.synchronize()
+
+    w0 = mark()
+    for _ in range(3):
+        step(0)
+    g = gpu_time(torch, lambda: torch.mm(x, y, out=z), reps=20)
+    R["warmup"] = span(w0, mark())
+    R["construction"] = {
+        "host": f"bytearray({mib} MiB) per step, one byte written per 4 KiB page, then freed",
+        "pages_per_step": mib * MIB // 4096, "bytes_per_step": mib * MIB,
+        "op": f"torch.mm bf16 {n}^3", "kernels_per_step": 1, "syncs_per_step": 1,
+    }
+    acc["touch_s"] = 0.0
+    sp = run_steps(step, A.seconds, A.steps, A.max_seconds)
+    R["steady"] = sp
+    R["derived"] = {
+        "gpu_timing": g, "gpu_s_per_step": g["gpu_s_per_call"],
+        "host_alloc_touch_s": round(acc["touch_s"], 6),
+        "alloc_touch_share_of_wall": round(acc["touch_s"] / sp["wall_s"], 4),
+        "pages": sp["steps"] * (mib * MIB // 4096),
+        "gpu_busy_est": busy_est(g["gpu_s_per_call"], sp["steps"], sp["wall_s"]),
+    }
+
+
+def case_idle_server(torch, P, A):
+    import socket
+
+    n, every = P["n"], P["request_every_s"]
+    x, y, z = matmul_setup(torch, n)
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+    stop = threading.Event()
+    sent = {"n": 0}
+
+    def client():
+        while not stop.wait(every):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+                    c.sendall(b"req")
+                    c.recv(16)
+                    sent["n"] += 1
+            except OSError:
+                return
+
+    handled = {"n": 0, "gpu_s": 0.0}
+
+    def serve_once(conn):
+        conn.recv(16)
+        t = time.perf_counter()
+        torch.mm(x, y, out=z)
+        torch.cuda.synchronize()
+        handled["gpu_s"] += time.perf_counter() - t
+        handled["n"] += 1
+        conn.sendall(b"ok")
+        conn.close()
+
+    torch.mm(x, y, out=z)
+    torch.cuda.synchronize()
+    g = gpu_time(torch, lambda: torch.mm(x, y, out=z), reps=10)
+    th = threading.Thread(target=client, daemon=True)
+    R["construction"] = {
+        "server": "GPU thread blocks in accept() on a loopback socket; a client thread sends one request "
+                  f"every {every} s; each request runs one torch.mm bf16 {n}^3 and a sync",
+        "request_every_s": every, "kernels_per_request": 1,
+    }
+    a = mark()
+    th.start()
+    srv.settimeout(0.5)
+    end = time.perf_counter() + A.seconds
+    while time.perf_counter() < end:
+        try:
+            conn, _ = srv.accept()
+        except socket.timeout:
+            continue
+        serve_once(conn)
+    b = mark()
+    stop.set()
+    th.join(5)
+    srv.close()
+    R["steady"] = span(a, b, name="serving", steps=handled["n"])
+    R["derived"] = {
+        "gpu_timing": g, "requests": handled["n"], "request_s": round(handled["gpu_s"], 6),
+        "gpu_busy_est": busy_est(g["gpu_s_per_call"], handled["n"], R["steady"]["wall_s"]),
+    }
+
+
+def case_hf_generate(torch, P, A):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(n_layer=P["layers"], n_embd=P["hidden"], n_head=P["heads"], vocab_size=8192,
+                     n_positions=1024)
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(cfg).cuda().eval()
+    ids = torch.randint(0, 8192, (P["batch"], 16), device="cuda")
+    kw = {"max_new_tokens": P["new_tokens"], "min_new_tokens": P["new_tokens"], "do_sample": False,
+          "pad_token_id": 0}
+
+    def step(_):
+        with torch.no_grad():
+            model.generate(ids, **kw)
+        torch.cuda.synchronize()
+
+    w0 = mark()
+    for _ in range(2):
+        step(0)
+    R["warmup"] = span(w0, mark())
+    R["construction"] = {
+        "model": f"GPT-2 config, {P['layers']} layers, hidden {P['hidden']}, random weights, eager",
+        "generate": f"greedy, {P['new_tokens']} new tokens, batch {P['batch']}, prompt 16 tokens",
+        "dataloader": None, "tokens_per_step": P["new_tokens"] * P["batch"],
+    }
+    sp = run_steps(step, A.seconds, A.steps, A.max_seconds)
+    R["steady"] = sp
+    R["derived"] = {
+        "tokens": sp["steps"] * P["new_tokens"] * P["batch"],
+        "tokens_per_s": round(sp["steps"] * P["new_tokens"] * P["batch"] / sp["wall_s"], 1),
+        "gpu_busy_est": "small: eager decode of a small model is launch-bound",
     }
 
 
