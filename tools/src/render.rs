@@ -118,7 +118,7 @@ pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
         }
         let _ = writeln!(
             s,
-            "      gaps >= 500 ms: {} ({}, {}); chunks under 50% busy: {}/{}; launches {} ({:.1}/s, {} of at most 65,536 threads, {} per sync); graph launches {}; syncs {}; sync copies {}; pageable async copies {}",
+            "      gaps >= 500 ms: {} ({}, {}); chunks under 50% busy: {}/{}; launches {} ({:.1}/s, {} of them with at most 65,536 threads, {} per sync); graph launches {}; syncs {}; sync copies {}; pageable async copies {}",
             p.long_gaps,
             ns(p.long_gaps_ns),
             p.utilization.basis,
