@@ -4,12 +4,20 @@
 //! value an older file means). The file itself is never touched, and every
 //! analysis can select the same columns whatever wrote the file.
 
-use crate::schema::{COLUMNS_V2, GPU_TABLES_SQL};
+use crate::schema::{COLUMNS_V2, GPU_TABLES_SQL, STACK_TABLES_SQL};
 use rusqlite::Connection;
 
 /// Creates the version-2 tables (empty) in the TEMP schema.
 pub(crate) fn add_empty_gpu_tables(conn: &Connection) -> rusqlite::Result<()> {
     let sql = GPU_TABLES_SQL.replace("CREATE TABLE ", "CREATE TEMP TABLE ");
+    conn.execute_batch(&sql)
+}
+
+/// Creates the version-4 stack tables (empty) in the TEMP schema.
+pub(crate) fn add_empty_stack_tables(conn: &Connection) -> rusqlite::Result<()> {
+    let sql = STACK_TABLES_SQL
+        .replace("CREATE TABLE ", "CREATE TEMP TABLE ")
+        .replace("CREATE INDEX ", "CREATE INDEX temp.");
     conn.execute_batch(&sql)
 }
 
@@ -25,6 +33,9 @@ pub(crate) fn added_columns(table: &str) -> String {
 
 /// Presents a native file of schema `version` as the current schema.
 pub(crate) fn present_native(conn: &Connection, version: i64) -> rusqlite::Result<()> {
+    if version < 4 {
+        add_empty_stack_tables(conn)?;
+    }
     if version >= 2 {
         return Ok(());
     }

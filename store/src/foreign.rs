@@ -177,6 +177,8 @@ CREATE TEMP VIEW recorded_chains AS SELECT * FROM src.causal_chains;
     ))
     .map_err(sql_err)?;
     fill_processes(&conn, default_session).map_err(sql_err)?;
+    let stack_hash = has(&events_cols, "stack_hash");
+    add_stack_views(&conn, stack_hash, &session_expr, node_join).map_err(sql_err)?;
     conn.pragma_update(None, "query_only", true)?;
     Ok(Mapped {
         conn,
@@ -328,6 +330,58 @@ fn fill_processes(conn: &Connection, session: i64) -> rusqlite::Result<()> {
         [],
     )?;
     Ok(())
+}
+
+/// The version-4 stack tables over Ingero's call-site stacks: `stacks` from
+/// `stack_traces` (frames innermost first, as Ingero stores them; a frame's
+/// `s` symbol, still mangled, is cut at its `+0x` offset, a frame with only
+/// an address `i` is named by it, `f` is the module; a stack whose frames
+/// were never resolved lists its raw addresses), `stack_samples` of kind 4
+/// (CUDA call site) from every CUDA event with a stack, and their counts per
+/// Ingero bucket. A file without stacks reads with the tables empty.
+fn add_stack_views(
+    conn: &Connection,
+    events_have_stacks: bool,
+    session_expr: &str,
+    node_join: &str,
+) -> rusqlite::Result<()> {
+    crate::compat::add_empty_stack_tables(conn)?;
+    let has_table: bool = conn.query_row(
+        "SELECT COUNT(*) > 0 FROM src.sqlite_master WHERE type = 'table' AND name = 'stack_traces'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !(has_table && events_have_stacks) {
+        return Ok(());
+    }
+    conn.execute_batch(&format!(
+        "DROP TABLE temp.stacks; DROP TABLE temp.stack_samples; DROP TABLE temp.stack_counts;
+CREATE TEMP VIEW stacks AS SELECT t.hash AS id,
+    CASE WHEN json_valid(t.frames) AND t.frames LIKE '[%' THEN json_array_length(t.frames)
+         WHEN json_valid(t.ips) THEN json_array_length(t.ips) ELSE 0 END AS depth,
+    CASE WHEN json_valid(t.frames) AND t.frames LIKE '[%' THEN
+      (SELECT json_group_array(json_object('kind', 'native', 'module', m,
+          'function', CASE WHEN sym IS NULL THEN COALESCE(ip, '')
+                           WHEN instr(sym, '+0x') > 0 THEN substr(sym, 1, instr(sym, '+0x') - 1)
+                           ELSE sym END,
+          'offset', 0, 'file', '', 'line', 0))
+       FROM (SELECT json_extract(j.value, '$.s') AS sym, json_extract(j.value, '$.i') AS ip,
+                    COALESCE(json_extract(j.value, '$.f'), '') AS m
+             FROM json_each(t.frames) j ORDER BY j.key))
+    WHEN json_valid(t.ips) THEN
+      (SELECT json_group_array(json_object('kind', 'native', 'module', '', 'function', j.value,
+          'offset', 0, 'file', '', 'line', 0)) FROM json_each(t.ips) j)
+    ELSE '[]' END AS frames
+  FROM src.stack_traces t;
+CREATE TEMP VIEW stack_samples AS SELECT {session_expr} AS session_id, e.timestamp AS ts_ns,
+    e.pid, e.tid, 4 AS kind, 0 AS off_cpu_ns, -1 AS state, -1 AS cpu, e.stack_hash AS stack_id
+  FROM src.events e {node_join}
+  WHERE e.stack_hash <> 0 AND e.source IN ({SRC_CUDA}, {SRC_DRIVER});
+CREATE TEMP VIEW stack_counts AS SELECT session_id,
+    ts_ns - ts_ns % {INGERO_BUCKET_NS} AS bucket_ns, pid, tid, kind,
+    COUNT(*) AS count, COUNT(*) AS stored, 0 AS sum_off_cpu_ns
+  FROM stack_samples GROUP BY 1, 2, 3, 4, 5;"
+    ))
 }
 
 fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {

@@ -19,13 +19,16 @@ pub mod model;
 pub mod nesting;
 pub mod open;
 pub mod schema;
+pub mod stacks;
 pub mod window;
 pub mod writer;
 mod writer_gpu;
+mod writer_stacks;
 
 pub use catalog::{AggSource, CudaApi, HostKind, OpClass};
 pub use error::{Result, StoreError};
 pub use gpu::{GpuDevice, GpuProcessSample, GpuSamples, GpuStatus, GpuUtilKind, GpuUtilSample};
+pub use stacks::{FrameKind, StackFrame, StackKind, StackSample};
 pub use model::{CudaCall, Event, HostEvent, ProcessInfo, SessionInfo, SystemSnapshot};
 pub use open::{wal_file, DbFormat, TraceDb};
 pub use window::{parse_duration_ns, CaptureSpan, ResolvedWindow, TimeWindow};

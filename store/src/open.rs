@@ -278,7 +278,8 @@ fn capture_span(conn: &Connection) -> rusqlite::Result<Option<CaptureSpan>> {
     if let (Some(start), Some(stop)) = sess {
         let any: bool = conn.query_row(
             "SELECT EXISTS(SELECT 1 FROM cuda_calls) OR EXISTS(SELECT 1 FROM host_events) \
-             OR EXISTS(SELECT 1 FROM aggregates) OR EXISTS(SELECT 1 FROM system_snapshots)",
+             OR EXISTS(SELECT 1 FROM aggregates) OR EXISTS(SELECT 1 FROM system_snapshots) \
+             OR EXISTS(SELECT 1 FROM stack_counts)",
             [],
             |r| r.get(0),
         )?;

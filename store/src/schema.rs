@@ -238,6 +238,7 @@ ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT
 "#
     ),
     ACTIVITY_TABLE_SQL,
+    STACK_TABLES_SQL,
 ];
 
 /// Table added in schema version 3: per-thread CUDA activity spans, written
@@ -262,6 +263,65 @@ CREATE TABLE cuda_activity (
     other_ns      INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX cuda_activity_pid ON cuda_activity(pid, start_ns);
+"#;
+
+/// Tables added in schema version 4: stack samples (what the host was doing
+/// while the GPU waited), interned stacks and their exact per-second counts
+/// (rules in [`crate::stacks`]). An older file reads them empty.
+pub const STACK_TABLES_SQL: &str = r#"
+-- Version 4: stack samples.
+-- Distinct stacks, interned: id = FNV-1a 64 of the frames JSON (as a signed integer). frames is a
+-- JSON array, innermost frame first, of {"kind": "native" | "kernel" | "python", "module": file
+-- name of the ELF object (native, kernel: "kernel") or of the Python module's source,
+-- "function": symbol (demangled) or Python function name, "0x..." when unresolved, "offset":
+-- bytes past the symbol's start (native) or 0, "file": source file (Python) or "", "line":
+-- source line (Python) or 0}.
+CREATE TABLE stacks (
+    id     INTEGER PRIMARY KEY,
+    depth  INTEGER NOT NULL,
+    frames TEXT NOT NULL
+);
+-- One stack sample (kept per the raw-row policy; stack_counts counts all of them).
+-- kind 1 = on-CPU (CPU-clock perf event; user + kernel frames), 2 = off-CPU (a CUDA-calling
+-- thread leaving the CPU: off_cpu_ns = how long it stayed off, -1 when it had not come back at
+-- the stop; state 1 = preempted, 0 = blocked), 3 = Python (py-spy sampler; state 1 = the thread
+-- was running or runnable, 0 = idle in py-spy's judgement), 4 = CUDA call site (stack at a CUDA
+-- call's entry, Ingero files). cpu = -1 where unknown.
+CREATE TABLE stack_samples (
+    session_id INTEGER NOT NULL,
+    ts_ns      INTEGER NOT NULL,
+    pid        INTEGER NOT NULL,
+    tid        INTEGER NOT NULL,
+    kind       INTEGER NOT NULL,
+    off_cpu_ns INTEGER NOT NULL DEFAULT 0,
+    state      INTEGER NOT NULL DEFAULT -1,
+    cpu        INTEGER NOT NULL DEFAULT -1,
+    stack_id   INTEGER NOT NULL
+);
+CREATE INDEX stack_samples_tid_ts ON stack_samples(tid, ts_ns);
+CREATE INDEX stack_samples_pid_ts ON stack_samples(pid, kind, ts_ns);
+-- Every sample taken, kept or not, per second (bucket width in ingero_meta), thread and kind;
+-- sum_off_cpu_ns sums off_cpu_ns of off-CPU samples (those still off at the stop count 0).
+CREATE TABLE stack_counts (
+    session_id     INTEGER NOT NULL,
+    bucket_ns      INTEGER NOT NULL,
+    pid            INTEGER NOT NULL,
+    tid            INTEGER NOT NULL,
+    kind           INTEGER NOT NULL,
+    count          INTEGER NOT NULL,
+    stored         INTEGER NOT NULL,
+    sum_off_cpu_ns INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, bucket_ns, pid, tid, kind)
+) WITHOUT ROWID;
+-- How each kind was sampled in a session: hz = samples per second per thread (0 = per event,
+-- as off-CPU stacks are), note = what the sampler said (attached processes, why not).
+CREATE TABLE stack_sources (
+    session_id INTEGER NOT NULL,
+    kind       INTEGER NOT NULL,
+    hz         INTEGER NOT NULL,
+    note       TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (session_id, kind)
+);
 "#;
 
 /// Newest schema version this build writes and reads.

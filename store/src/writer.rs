@@ -104,6 +104,8 @@ pub struct TraceWriter {
     activity: ActivityTracker,
     /// Threads seen making CUDA calls: their context switches are always kept.
     cuda_threads: HashSet<(i32, i32)>,
+    /// Interned stacks and per-second stack sample counts ([`crate::writer_stacks`]).
+    pub(crate) stacks: crate::writer_stacks::StackState,
 }
 
 /// Columns of a `cuda_activity` row, in the order of [`activity_row`].
@@ -199,12 +201,18 @@ impl TraceWriter {
             current_bucket: i64::MIN,
             activity: ActivityTracker::default(),
             cuda_threads: HashSet::new(),
+            stacks: Default::default(),
         })
     }
 
     /// Id of the session this writer appends to.
     pub fn session_id(&self) -> i64 {
         self.session_id
+    }
+
+    /// Which raw rows this writer keeps.
+    pub fn raw_policy(&self) -> RawPolicy {
+        self.policy
     }
 
     /// File being written.
