@@ -8,6 +8,7 @@
 #define INGERO_HOST_H
 
 #include "common.h"
+#include "stacks.h"
 
 struct offcpu_val {
 	u64 ts;     /* switch-out time */
@@ -75,6 +76,7 @@ int on_switch(u64 *ctx)
 	if (prev_tid != 0 && is_tracked((u32)(id >> 32))) {
 		struct offcpu_val v = { .ts = now, .state = (s64)(u32)ctx[3] };
 		bpf_map_update_elem(&offcpu, &prev_tid, &v, BPF_ANY);
+		offcpu_stack(ctx, id, now);
 	}
 
 	u32 next_tid = (u32)next->pid;

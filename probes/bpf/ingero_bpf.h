@@ -33,6 +33,7 @@ typedef signed long long s64;
 #define BPF_ANY 0
 #define BPF_NOEXIST 1
 #define BPF_RB_NO_WAKEUP 1
+#define BPF_F_USER_STACK (1ULL << 8)
 
 /* Helpers (enum bpf_func_id). */
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
@@ -44,6 +45,7 @@ static u32 (*bpf_get_smp_processor_id)(void) = (void *)8;
 static u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
 static long (*bpf_get_current_comm)(void *buf, u32 size) = (void *)16;
 static long (*bpf_probe_read_user)(void *dst, u32 size, const void *src) = (void *)112;
+static long (*bpf_get_stack)(void *ctx, void *buf, u32 size, u64 flags) = (void *)67;
 static void *(*bpf_ringbuf_reserve)(void *ringbuf, u64 size, u64 flags) = (void *)131;
 static void (*bpf_ringbuf_submit)(void *data, u64 flags) = (void *)132;
 

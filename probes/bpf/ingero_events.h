@@ -11,6 +11,7 @@
 #define REC_HOST 2   /* struct rec_host: switch, wakeup, page allocation */
 #define REC_PROC 3   /* struct rec_proc: fork, exec, exit (carries comm) */
 #define REC_MAPEXEC 4 /* struct rec_notice: a tracked process mapped code */
+#define REC_STACK 5  /* struct rec_stack: a user + kernel stack sample */
 
 /* Host kinds, same numbers as the store's HostKind. */
 #define HK_SWITCH 1
@@ -72,6 +73,28 @@ struct rec_proc {
 	u64 ts;
 	s64 arg;
 	char comm[16];
+};
+
+/* rec_stack.kind */
+#define STACK_ON_CPU 1  /* CPU-clock sample of a running thread */
+#define STACK_OFF_CPU 2 /* a CUDA-calling thread leaving the CPU */
+
+/* Frames kept per stack: the kernel's default perf_event_max_stack (127)
+ * for user stacks, and enough kernel frames for a scheduler path. */
+#define STACK_USER_FRAMES 127
+#define STACK_KERNEL_FRAMES 48
+
+struct rec_stack {
+	u32 rec;
+	u16 kind;        /* STACK_* */
+	u16 cpu;
+	u32 pid;
+	u32 tid;
+	u64 ts;          /* CLOCK_MONOTONIC ns (off-CPU: the switch-out time) */
+	s32 user_len;    /* bytes of user[] filled, or a negative errno */
+	s32 kernel_len;  /* bytes of kernel[] filled, or a negative errno */
+	u64 user[STACK_USER_FRAMES];     /* leaf first */
+	u64 kernel[STACK_KERNEL_FRAMES]; /* leaf first */
 };
 
 struct rec_notice {

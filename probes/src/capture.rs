@@ -10,7 +10,9 @@ use crate::launch::{spawn_held, HeldChild};
 use crate::loader::{LoadOptions, Probes};
 use crate::nvml::sampler::{self as gpu_sampler, SamplerConfig, SamplerLinks};
 use crate::nvml::{GpuSamplerStatus, TracedPids};
-use crate::poller::{self, PollerConfig};
+use crate::poller::{self, PollerConfig, StackRoute};
+use crate::stacks::python::{self as py_sampler, LivePids, PythonLinks};
+use crate::stacks::{spawn_symbolizer, StackStatus};
 use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats, LossBreakdown};
 use crate::{preflight, procs, sysinfo, writer};
 use ingero_store::TraceWriter;
@@ -25,6 +27,8 @@ use std::time::Instant;
 const WRITER_QUEUE: usize = 16;
 /// Lifecycle notices the control thread may have queued.
 const NOTICE_QUEUE: usize = 65_536;
+/// Batches of raw stacks the symboliser may have queued.
+const STACK_QUEUE: usize = 256;
 
 /// A running capture.
 pub struct CaptureHandle {
@@ -89,6 +93,7 @@ pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
         warnings,
         warnings_omitted,
         gpu: shared.gpu.lock().map(|g| g.clone()).unwrap_or_default(),
+        stacks: shared.stacks.lock().map(|s| s.clone()).unwrap_or_default(),
     }
 }
 
@@ -153,6 +158,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         self_tgid: std::process::id(),
         ring_bytes: config.ring_bytes,
         multi_uprobes: config.multi_uprobes,
+        offcpu_stacks: config.stack_hz > 0 && config.offcpu_stacks,
     })?;
     let mut tracked = probes.take_tracked()?;
     let losses = probes.take_losses()?;
@@ -185,6 +191,24 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         });
     }
     probes.attach_tracepoints()?;
+    let stack_status = Arc::new(Mutex::new(StackStatus {
+        hz: config.stack_hz,
+        ..StackStatus::default()
+    }));
+    if config.stack_hz > 0 {
+        match probes.attach_stack_sampler(config.stack_hz) {
+            Ok(cpus) => {
+                if let Ok(mut s) = stack_status.lock() {
+                    s.cpus = cpus as u32;
+                }
+            }
+            Err(e) => warnings.record(
+                crate::status::WarningKind::StackSamplingUnavailable,
+                None,
+                format!("on-CPU stack sampling could not start ({e}); no on-CPU stacks"),
+            ),
+        }
+    }
 
     let mut info = sysinfo::session_info();
     info.started_ns = clock.now_epoch();
@@ -252,6 +276,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         warnings,
         gpu: gpu_status.clone(),
         traced: traced.clone(),
+        stacks: stack_status.clone(),
     });
     let (wtx, wrx) = sync_channel(WRITER_QUEUE);
     let (ntx, nrx) = sync_channel(NOTICE_QUEUE);
@@ -264,6 +289,33 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
             }
         }
     }
+    let stacks_on = config.stack_hz > 0;
+    let (stack_route, symbolizer) = if stacks_on {
+        let (stx, srx) = sync_channel(STACK_QUEUE);
+        let thread = spawn_symbolizer(srx, wtx.clone(), stack_status.clone()).map_err(io)?;
+        (Some(StackRoute::new(stx)), Some(thread))
+    } else {
+        (None, None)
+    };
+    let python_stop = Arc::new(AtomicBool::new(false));
+    let live_pids = Arc::new(LivePids::default());
+    for pid in scan.iter().copied().chain(child.as_ref().map(|c| c.pid())) {
+        if !trace_all {
+            live_pids.insert(pid);
+        }
+    }
+    let python = if stacks_on && config.python_stacks {
+        let links = PythonLinks {
+            clock,
+            writer: wtx.clone(),
+            pids: live_pids.clone(),
+            status: stack_status.clone(),
+            stop: python_stop.clone(),
+        };
+        Some(py_sampler::spawn(config.stack_hz, links).map_err(io)?)
+    } else {
+        None
+    };
     let poller_stop = Arc::new(AtomicBool::new(false));
     let poller = poller::spawn(
         ring,
@@ -276,6 +328,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         ntx,
         stats,
         poller_stop.clone(),
+        stack_route,
     )
     .map_err(io)?;
     let gpu_sampler = if config.nvml {
@@ -322,6 +375,12 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         clock,
         started_ns,
         failed_libs,
+        symbolizer,
+        python,
+        python_stop,
+        live_pids: (stacks_on && config.python_stacks).then_some(live_pids),
+        stack_hz: config.stack_hz,
+        offcpu_stacks: config.offcpu_stacks,
     };
     let control = std::thread::Builder::new()
         .name("ingero-control".into())

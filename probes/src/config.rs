@@ -52,6 +52,15 @@ pub struct CaptureConfig {
     /// How often the driver's utilisation sample buffers are read (they
     /// hold a limited number of samples; every second loses none).
     pub gpu_buffer_interval: Duration,
+    /// On-CPU stack samples per second and CPU of the traced tree (0 = no
+    /// stack sampling at all: no on-CPU, off-CPU or Python stacks).
+    pub stack_hz: u32,
+    /// With stack sampling on: the stack of every CUDA-calling thread at each
+    /// switch-out (where it blocked), joined with its off-CPU time.
+    pub offcpu_stacks: bool,
+    /// With stack sampling on: Python frames of traced CPython processes at
+    /// the same rate (py-spy, from a thread of ingero's own).
+    pub python_stacks: bool,
 }
 
 impl CaptureConfig {
@@ -72,6 +81,9 @@ impl CaptureConfig {
             nvml_library: crate::nvml::load::library_from_env(),
             gpu_status_interval: Duration::from_millis(200),
             gpu_buffer_interval: Duration::from_secs(1),
+            stack_hz: crate::stacks::DEFAULT_STACK_HZ,
+            offcpu_stacks: true,
+            python_stacks: true,
         }
     }
 }

@@ -11,12 +11,14 @@ use crate::nvml::{GpuSamplerStatus, TracedPids};
 use crate::open_calls::OpenCalls;
 use crate::poller::Notice;
 use crate::procs;
+use crate::stacks::python::LivePids;
 use crate::status::{CaptureState, CaptureSummary, LiveStats, LossBreakdown, StopReason};
 use crate::sysinfo::Sampler;
 use crate::warnings::Warnings;
 use crate::writer::{WriterMsg, WriterReport};
 use crate::CaptureError;
 use ingero_store::catalog::loss_source;
+use ingero_store::StackKind;
 use ingero_store::{Event, ProcessInfo};
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -50,6 +52,8 @@ pub struct Shared {
     pub gpu: Arc<Mutex<GpuSamplerStatus>>,
     /// Processes of the capture (whose GPU samples are kept).
     pub traced: Arc<TracedPids>,
+    /// The stack samplers' counters.
+    pub stacks: Arc<Mutex<crate::stacks::StackStatus>>,
 }
 
 /// Everything the control thread owns.
@@ -88,6 +92,18 @@ pub struct Control {
     pub started_ns: i64,
     /// Libraries that could not be probed at the start (not retried).
     pub failed_libs: HashSet<PathBuf>,
+    /// Stack symboliser thread (ends after the poller).
+    pub symbolizer: Option<JoinHandle<()>>,
+    /// Python stack sampler thread.
+    pub python: Option<JoinHandle<()>>,
+    /// Tells the Python sampler to end.
+    pub python_stop: Arc<AtomicBool>,
+    /// Processes the Python sampler looks at, when it runs.
+    pub live_pids: Option<Arc<LivePids>>,
+    /// On-CPU stack sampling rate (0 = off).
+    pub stack_hz: u32,
+    /// Whether off-CPU stacks of CUDA threads were asked for.
+    pub offcpu_stacks: bool,
 }
 
 /// Loss counters as last written to the database.
@@ -171,6 +187,9 @@ impl Control {
         match n {
             Notice::Seen { pid, ts_ns } => {
                 known.insert(pid);
+                if let Some(l) = &self.live_pids {
+                    l.insert(pid);
+                }
                 self.shared.traced.insert(pid);
                 let info = procs::process_info(pid, ts_ns).unwrap_or(ProcessInfo {
                     pid,
@@ -188,6 +207,9 @@ impl Control {
             } => {
                 known.insert(child);
                 self.shared.traced.insert(child);
+                if let Some(l) = &self.live_pids {
+                    l.insert(child);
+                }
                 self.send(WriterMsg::Process(ProcessInfo {
                     pid: child,
                     ppid: parent,
@@ -198,6 +220,9 @@ impl Control {
                 }));
             }
             Notice::Exec { pid, comm, ts_ns } => {
+                if let Some(l) = &self.live_pids {
+                    l.exec(pid);
+                }
                 let ppid = procs::process_info(pid, ts_ns).map(|p| p.ppid).unwrap_or(0);
                 self.send(WriterMsg::Process(ProcessInfo {
                     pid,
@@ -211,6 +236,9 @@ impl Control {
             }
             Notice::Exit { pid, ts_ns } => {
                 exited.insert(pid);
+                if let Some(l) = &self.live_pids {
+                    l.remove(pid);
+                }
                 self.send(WriterMsg::Process(ProcessInfo {
                     pid,
                     first_seen_ns: ts_ns,
@@ -304,6 +332,62 @@ impl Control {
         now
     }
 
+    /// Writes how each stack kind was sampled (`stack_sources`), with what
+    /// the samplers counted.
+    fn record_stack_sources(&self) {
+        if self.stack_hz == 0 {
+            return;
+        }
+        let s = self
+            .shared
+            .stacks
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default();
+        let ms = |ns: u64| ns as f64 / 1e6;
+        self.send(WriterMsg::StackSource {
+            kind: StackKind::OnCpu,
+            hz: i64::from(self.stack_hz),
+            note: format!(
+                "CPU-clock perf event on {} CPUs; {} samples, {} user stacks not walkable;                  {} frames named, {} left as addresses; symboliser CPU {:.1} ms",
+                s.cpus,
+                s.on_cpu,
+                s.user_unwalked,
+                s.frames_resolved,
+                s.frames_unresolved,
+                ms(s.symbolize_cpu_ns)
+            ),
+        });
+        if self.offcpu_stacks {
+            self.send(WriterMsg::StackSource {
+                kind: StackKind::OffCpu,
+                hz: 0,
+                note: format!(
+                    "every switch-out of a CUDA-calling thread; {} samples",
+                    s.off_cpu
+                ),
+            });
+        }
+        if self.live_pids.is_some() {
+            let mut note = format!(
+                "py-spy (non-blocking reads) on {} processes; {} samples, {} failed rounds;                  sampler CPU {:.1} ms",
+                s.python_processes,
+                s.python,
+                s.python_errors,
+                ms(s.python_cpu_ns)
+            );
+            if !s.python_note.is_empty() {
+                note.push_str("; ");
+                note.push_str(&s.python_note);
+            }
+            self.send(WriterMsg::StackSource {
+                kind: StackKind::Python,
+                hz: i64::from(self.stack_hz),
+                note,
+            });
+        }
+    }
+
     /// Records the calls still open once the probes are gone, and their
     /// count under `open_at_stop`.
     fn record_open_calls(&self, stopped_ns: i64) {
@@ -369,6 +453,11 @@ impl Control {
             c.detach();
         }
         let gpu_ok = self.gpu_sampler.take().is_none_or(GpuSampler::join);
+        // The symboliser ends once the poller (its only sender) is gone.
+        self.python_stop.store(true, Ordering::Release);
+        let stacks_ok = self.python.take().is_none_or(|h| h.join().is_ok())
+            & self.symbolizer.take().is_none_or(|h| h.join().is_ok());
+        self.record_stack_sources();
         self.send(WriterMsg::Finish(stopped_ns));
         let report = self
             .writer_thread
@@ -382,6 +471,9 @@ impl Control {
         }
         if !gpu_ok {
             error.get_or_insert_with(|| "GPU sampler thread panicked".into());
+        }
+        if !stacks_ok {
+            error.get_or_insert_with(|| "stack sampler thread panicked".into());
         }
         if let Some(e) = &error {
             if let Ok(mut slot) = self.shared.error.lock() {

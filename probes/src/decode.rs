@@ -2,12 +2,14 @@
 //! events and the lifecycle notices the control thread acts on.
 
 use crate::clock::Clock;
-use ingero_store::{CudaCall, HostEvent, HostKind};
+use crate::stacks::RawStack;
+use ingero_store::{CudaCall, HostEvent, HostKind, StackKind};
 
 const REC_CUDA: u32 = 1;
 const REC_HOST: u32 = 2;
 const REC_PROC: u32 = 3;
 const REC_MAPEXEC: u32 = 4;
+const REC_STACK: u32 = 5;
 
 /// `rec_cuda.flags` bit of a nested call (`REC_CUDA_NESTED`).
 pub const REC_CUDA_NESTED: u32 = 1;
@@ -16,6 +18,12 @@ const CUDA_LEN: usize = 96;
 const HOST_LEN: usize = 40;
 const PROC_LEN: usize = 48;
 const NOTICE_LEN: usize = 16;
+/// Frames in `rec_stack.user` and `rec_stack.kernel` (`STACK_*_FRAMES`).
+const STACK_USER_FRAMES: usize = 127;
+const STACK_KERNEL_FRAMES: usize = 48;
+const STACK_USER_AT: usize = 32;
+const STACK_KERNEL_AT: usize = STACK_USER_AT + 8 * STACK_USER_FRAMES;
+const STACK_LEN: usize = STACK_KERNEL_AT + 8 * STACK_KERNEL_FRAMES;
 
 /// One decoded ring-buffer record.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +34,8 @@ pub enum Record {
     Host(HostEvent),
     /// A fork, exec or exit, with the command name of the task.
     Proc(HostEvent, String),
+    /// A stack sample (on-CPU, or a CUDA thread leaving the CPU).
+    Stack(RawStack),
     /// A traced process mapped executable code (a library may have appeared).
     MapExec {
         /// Process that mapped it.
@@ -141,6 +151,35 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                 Ok(Record::Proc(ev, comm(&b[32..48])))
             }
         }
+        REC_STACK => {
+            need(b, tag, STACK_LEN)?;
+            let kind = match u16_at(b, 4) {
+                1 => StackKind::OnCpu,
+                2 => StackKind::OffCpu,
+                k => return Err(DecodeError::Unknown(u32::from(k))),
+            };
+            let user_len = u32_at(b, 24) as i32;
+            let kernel_len = u32_at(b, 28) as i32;
+            let frames = |at: usize, len: i32, max: usize| -> Vec<u64> {
+                let n = (len.max(0) as usize / 8).min(max);
+                (0..n)
+                    .map(|i| u64_at(b, at + 8 * i))
+                    .filter(|a| *a != 0)
+                    .collect()
+            };
+            Ok(Record::Stack(RawStack {
+                kind,
+                pid: u32_at(b, 8) as i32,
+                tid: u32_at(b, 12) as i32,
+                cpu: i32::from(u16_at(b, 6)),
+                ts_ns: clock.to_epoch(u64_at(b, 16)),
+                user: frames(STACK_USER_AT, user_len, STACK_USER_FRAMES),
+                kernel: frames(STACK_KERNEL_AT, kernel_len, STACK_KERNEL_FRAMES),
+                user_error: user_len.min(0),
+                off_cpu_ns: 0,
+                state: -1,
+            }))
+        }
         REC_MAPEXEC => {
             need(b, tag, NOTICE_LEN)?;
             Ok(Record::MapExec {
@@ -193,6 +232,39 @@ mod tests {
         );
         assert!(c.nested);
         assert_eq!(c.threads(), 1024);
+    }
+
+    #[test]
+    fn decodes_a_stack_record_and_an_unwalkable_one() {
+        let clock = Clock::measure();
+        let mut b = vec![0u8; STACK_LEN];
+        b[0..4].copy_from_slice(&REC_STACK.to_ne_bytes());
+        b[4..6].copy_from_slice(&2u16.to_ne_bytes());
+        b[6..8].copy_from_slice(&3u16.to_ne_bytes());
+        b[8..12].copy_from_slice(&40u32.to_ne_bytes());
+        b[12..16].copy_from_slice(&41u32.to_ne_bytes());
+        b[16..24].copy_from_slice(&5_000u64.to_ne_bytes());
+        b[24..28].copy_from_slice(&16i32.to_ne_bytes());
+        b[28..32].copy_from_slice(&(-14i32).to_ne_bytes());
+        b[32..40].copy_from_slice(&0x401000u64.to_ne_bytes());
+        b[40..48].copy_from_slice(&0x401200u64.to_ne_bytes());
+        let Ok(Record::Stack(s)) = decode(&b, &clock) else {
+            panic!("not a stack record");
+        };
+        assert_eq!(
+            (s.kind, s.pid, s.tid, s.cpu),
+            (StackKind::OffCpu, 40, 41, 3)
+        );
+        assert_eq!(s.user, vec![0x401000, 0x401200]);
+        assert!(s.kernel.is_empty());
+        assert_eq!(s.ts_ns, clock.to_epoch(5_000));
+        b[24..28].copy_from_slice(&(-14i32).to_ne_bytes());
+        let Ok(Record::Stack(s)) = decode(&b, &clock) else {
+            panic!("not a stack record");
+        };
+        assert!(s.user.is_empty());
+        assert_eq!(s.user_error, -14);
+        assert!(decode(&b[..100], &clock).is_err());
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod poller;
 pub mod preflight;
 pub mod procs;
 pub mod render;
+pub mod stacks;
 pub mod status;
 pub mod sysinfo;
 pub mod warnings;

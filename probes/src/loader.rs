@@ -6,8 +6,9 @@ use crate::multi_uprobe::{MultiUprobes, ProbePoint};
 use crate::status::WarningKind;
 use crate::warnings::Warnings;
 use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
+use aya::programs::perf_event::{PerfEventConfig, PerfEventScope, SamplePolicy, SoftwareEvent};
 use aya::programs::uprobe::{UProbeAttachLocation, UProbeScope};
-use aya::programs::{BtfTracePoint, TracePoint, UProbe};
+use aya::programs::{BtfTracePoint, PerfEvent, TracePoint, UProbe};
 use aya::{Btf, Ebpf, EbpfLoader};
 use ingero_store::catalog::{CudaApi, CUDA_OPS};
 use std::collections::{HashMap, HashSet};
@@ -48,7 +49,13 @@ pub struct LoadOptions {
     /// them (one link per library and direction, released in one grace
     /// period); `false` forces one perf-event link per function.
     pub multi_uprobes: bool,
+    /// Walk the user and kernel stack of a CUDA-calling thread each time it
+    /// leaves the CPU (`bpf/stacks.h`).
+    pub offcpu_stacks: bool,
 }
+
+/// Name of the on-CPU stack sampling program (`bpf/stacks.h`).
+const STACK_SAMPLER: &str = "on_cpu_sample";
 
 /// Which family of functions a library file provides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,10 +140,12 @@ impl Probes {
             detail: e.to_string(),
         })?;
         let trace_all: u32 = u32::from(opts.trace_all);
+        let offcpu_stacks: u32 = u32::from(opts.offcpu_stacks);
         let mut loader = EbpfLoader::new();
         loader
             .btf(Some(&btf))
             .override_global("cfg_trace_all", &trace_all, true)
+            .override_global("cfg_offcpu_stacks", &offcpu_stacks, true)
             .override_global("cfg_self_tgid", &opts.self_tgid, true)
             .map_max_entries("events", opts.ring_bytes);
         let mut ebpf = loader
@@ -150,6 +159,8 @@ impl Probes {
             let p: &mut TracePoint = program(&mut ebpf, prog)?;
             p.load().map_err(|e| attach_err(prog, e))?;
         }
+        let sampler: &mut PerfEvent = program(&mut ebpf, STACK_SAMPLER)?;
+        sampler.load().map_err(|e| attach_err(STACK_SAMPLER, e))?;
         for op in CUDA_OPS {
             for prefix in ["e_", "r_"] {
                 let name = format!("{prefix}{}", op.name);
@@ -223,6 +234,30 @@ impl Probes {
             self.links.push(Box::new(link));
         }
         Ok(())
+    }
+
+    /// Starts on-CPU stack sampling: one software CPU-clock perf event per
+    /// online CPU at `hz` samples per second, each running the sampling
+    /// program (which keeps only the traced tree). Returns the number of
+    /// CPUs sampled.
+    pub fn attach_stack_sampler(&mut self, hz: u32) -> Result<usize, CaptureError> {
+        let cpus = aya::util::online_cpus()
+            .map_err(|(what, e)| attach_err(&format!("online CPUs ({what})"), e))?;
+        let p: &mut PerfEvent = program(&mut self.ebpf, STACK_SAMPLER)?;
+        for cpu in &cpus {
+            let what = || format!("CPU-clock sampling on CPU {cpu}");
+            let id = p
+                .attach(
+                    PerfEventConfig::Software(SoftwareEvent::CpuClock),
+                    PerfEventScope::AllProcessesOneCpu { cpu: *cpu },
+                    SamplePolicy::Frequency(u64::from(hz)),
+                    false,
+                )
+                .map_err(|e| attach_err(&what(), e))?;
+            let link = p.take_link(id).map_err(|e| attach_err(&what(), e))?;
+            self.links.push(Box::new(link));
+        }
+        Ok(cpus.len())
     }
 
     /// Probes every known CUDA function the library at `path` defines, in

@@ -4,6 +4,8 @@
 
 use crate::clock::Clock;
 use crate::decode::{decode, Record};
+use crate::stacks::route::OffCpuJoin;
+use crate::stacks::{RawStack, StackMsg};
 use crate::status::LiveStats;
 use crate::writer::WriterMsg;
 use aya::maps::{MapData, RingBuf};
@@ -72,7 +74,61 @@ pub struct PollerConfig {
     pub batch_interval: Duration,
 }
 
+/// Where stack records go: the symboliser thread, with the off-CPU stacks
+/// waiting for their switch records.
+pub struct StackRoute {
+    /// To the symboliser thread.
+    pub tx: SyncSender<StackMsg>,
+    join: OffCpuJoin,
+    batch: Vec<RawStack>,
+}
+
+impl StackRoute {
+    /// A route to the symboliser behind `tx`.
+    pub fn new(tx: SyncSender<StackMsg>) -> StackRoute {
+        StackRoute {
+            tx,
+            join: OffCpuJoin::default(),
+            batch: Vec::new(),
+        }
+    }
+
+    fn stack(&mut self, raw: RawStack) {
+        if raw.kind == ingero_store::StackKind::OffCpu {
+            if let Some(lost) = self.join.stack(raw) {
+                self.batch.push(lost);
+            }
+        } else {
+            self.batch.push(raw);
+        }
+    }
+
+    fn host(&mut self, h: &ingero_store::HostEvent) {
+        if let Some(done) = self.join.host(h) {
+            self.batch.push(done);
+        }
+    }
+
+    fn send(&mut self, msg: StackMsg) {
+        let _ = self.tx.send(msg);
+    }
+
+    /// Sends the samples gathered; at the stop, the off-CPU stacks still
+    /// waiting too (their threads never came back).
+    fn flush(&mut self, stopping: bool) {
+        if stopping {
+            let rest = self.join.drain();
+            self.batch.extend(rest);
+        }
+        if !self.batch.is_empty() {
+            let b = std::mem::take(&mut self.batch);
+            self.send(StackMsg::Raw(b));
+        }
+    }
+}
+
 /// Starts the poller. It stops after a final drain once `stop` is set.
+#[allow(clippy::too_many_arguments)]
 pub fn spawn(
     mut ring: RingBuf<MapData>,
     clock: Clock,
@@ -81,6 +137,7 @@ pub fn spawn(
     notices: SyncSender<Notice>,
     stats: Arc<Mutex<LiveStats>>,
     stop: Arc<AtomicBool>,
+    mut stacks: Option<StackRoute>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("ingero-poller".into())
@@ -91,7 +148,14 @@ pub fn spawn(
             loop {
                 let stopping = stop.load(Ordering::Acquire);
                 drain(
-                    &mut ring, &clock, &mut batch, &mut seen, &notices, &stats, &writer,
+                    &mut ring,
+                    &clock,
+                    &mut batch,
+                    &mut seen,
+                    &notices,
+                    &stats,
+                    &writer,
+                    stacks.as_mut(),
                 );
                 if stopping
                     || batch.len() >= MAX_BATCH
@@ -102,6 +166,9 @@ pub fn spawn(
                         if writer.send(WriterMsg::Events(full)).is_err() {
                             return;
                         }
+                    }
+                    if let Some(s) = stacks.as_mut() {
+                        s.flush(stopping);
                     }
                     last_flush = Instant::now();
                 }
@@ -119,6 +186,7 @@ fn notify(notices: &SyncSender<Notice>, stats: &mut LiveStats, n: Notice) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn drain(
     ring: &mut RingBuf<MapData>,
     clock: &Clock,
@@ -127,6 +195,7 @@ fn drain(
     notices: &SyncSender<Notice>,
     stats: &Mutex<LiveStats>,
     writer: &SyncSender<WriterMsg>,
+    mut stacks: Option<&mut StackRoute>,
 ) {
     loop {
         let Ok(mut st) = stats.lock() else { return };
@@ -144,6 +213,7 @@ fn drain(
             let (pid, ts) = match &record {
                 Record::Cuda(c) => (c.pid, c.ts_ns),
                 Record::Host(h) | Record::Proc(h, _) => (h.pid, h.ts_ns),
+                Record::Stack(s) => (s.pid, s.ts_ns),
                 Record::MapExec { pid, ts_ns } => (*pid, *ts_ns),
             };
             if seen.insert(pid) {
@@ -157,7 +227,15 @@ fn drain(
                 }
                 Record::Host(h) => {
                     st.add_host(&h);
+                    if let Some(s) = stacks.as_deref_mut() {
+                        s.host(&h);
+                    }
                     batch.push(Event::Host(h));
+                }
+                Record::Stack(raw) => {
+                    if let Some(s) = stacks.as_deref_mut() {
+                        s.stack(raw);
+                    }
                 }
                 Record::Proc(h, comm) => {
                     st.add_host(&h);
@@ -168,11 +246,16 @@ fn drain(
                             comm,
                             ts_ns: h.ts_ns,
                         },
-                        HostKind::Exec => Notice::Exec {
-                            pid: h.pid,
-                            comm,
-                            ts_ns: h.ts_ns,
-                        },
+                        HostKind::Exec => {
+                            if let Some(s) = stacks.as_deref_mut() {
+                                s.send(StackMsg::Exec(h.pid));
+                            }
+                            Notice::Exec {
+                                pid: h.pid,
+                                comm,
+                                ts_ns: h.ts_ns,
+                            }
+                        }
                         _ => Notice::Exit {
                             pid: h.pid,
                             ts_ns: h.ts_ns,
@@ -181,7 +264,12 @@ fn drain(
                     notify(notices, &mut st, notice);
                     batch.push(Event::Host(h));
                 }
-                Record::MapExec { pid, .. } => notify(notices, &mut st, Notice::Rescan { pid }),
+                Record::MapExec { pid, .. } => {
+                    if let Some(s) = stacks.as_deref_mut() {
+                        s.send(StackMsg::Mapped(pid));
+                    }
+                    notify(notices, &mut st, Notice::Rescan { pid })
+                }
             }
         }
         drop(st);

@@ -166,7 +166,10 @@ fn nvml_item() -> CheckItem {
             item(
                 "nvml",
                 CheckStatus::Ok,
-                format!("{} loads: {gpus}; GPU utilisation is sampled during captures", l.library),
+                format!(
+                    "{} loads: {gpus}; GPU utilisation is sampled during captures",
+                    l.library
+                ),
                 None,
             )
         }
@@ -242,6 +245,7 @@ pub fn preflight() -> CheckReport {
             self_tgid: std::process::id(),
             ring_bytes: 1 << 16,
             multi_uprobes: true,
+            offcpu_stacks: false,
         });
         items.push(match loaded {
             Ok(p) => item(

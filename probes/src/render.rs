@@ -261,6 +261,7 @@ mod tests {
             warnings: Vec::new(),
             warnings_omitted: 0,
             gpu: Default::default(),
+            stacks: Default::default(),
         }
     }
 

@@ -101,6 +101,8 @@ pub struct CaptureStatus {
     /// The NVML GPU sampler: library, GPUs, samples read and the time spent
     /// in NVML calls (its overhead).
     pub gpu: GpuSamplerStatus,
+    /// The stack samplers: rate, samples resolved and their cost.
+    pub stacks: crate::stacks::StackStatus,
 }
 
 /// One thing the capture could not do as asked.
@@ -130,6 +132,9 @@ pub enum WarningKind {
     /// NVML (`libnvidia-ml.so.1`) could not be loaded or initialised: GPU
     /// activity is not measured, only inferred from the CUDA calls.
     NvmlUnavailable,
+    /// On-CPU stack sampling could not start (no CPU-clock perf events):
+    /// the capture goes on without on-CPU stacks.
+    StackSamplingUnavailable,
 }
 
 /// Where records went missing, by cause.

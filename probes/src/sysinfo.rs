@@ -38,7 +38,8 @@ fn driver_version_of(text: &str) -> Option<String> {
         .find(|t| {
             t.contains('.')
                 && t.split('.').count() >= 2
-                && t.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                && t.split('.')
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
         })
         .map(str::to_string)
 }

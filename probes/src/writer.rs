@@ -3,7 +3,9 @@
 //! event batch is one transaction (a killed capture keeps every earlier batch).
 
 use crate::status::LiveStats;
-use ingero_store::{Event, GpuDevice, GpuSamples, ProcessInfo, SystemSnapshot, TraceWriter};
+use ingero_store::{
+    Event, GpuDevice, GpuSamples, ProcessInfo, StackKind, StackSample, SystemSnapshot, TraceWriter,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex};
@@ -32,6 +34,17 @@ pub enum WriterMsg {
     /// One round of GPU samples and polled state, written in one
     /// transaction (duplicates the driver returned are stored once).
     GpuSamples(GpuSamples),
+    /// Resolved stack samples, written in one transaction.
+    Stacks(Vec<StackSample>),
+    /// How samples of one kind are taken in this session.
+    StackSource {
+        /// Sample kind.
+        kind: StackKind,
+        /// Rate per second per thread (0 = one per event).
+        hz: i64,
+        /// What the sampler said.
+        note: String,
+    },
     /// Close the session at this epoch ns and stop.
     Finish(i64),
 }
@@ -74,6 +87,10 @@ pub fn spawn(
                             Err(_) => note_dropped(&stats, batch.len() as u64),
                         }
                         r
+                    }
+                    WriterMsg::Stacks(s) => writer.write_stacks(&s),
+                    WriterMsg::StackSource { kind, hz, note } => {
+                        writer.write_stack_source(kind, hz, &note)
                     }
                     WriterMsg::Process(p) => writer.upsert_process(&p),
                     WriterMsg::Snapshot(s) => writer.write_snapshot(&s),

@@ -19,6 +19,7 @@ fn traced_calls(multi: bool) -> Vec<CudaCall> {
         self_tgid: std::process::id(),
         ring_bytes: 1 << 22,
         multi_uprobes: multi,
+        offcpu_stacks: false,
     })
     .expect("load");
     assert_eq!(
