@@ -17,6 +17,7 @@ mod error;
 mod gpu;
 mod host;
 mod large;
+mod nvml;
 mod output;
 mod rng;
 mod scenario;

@@ -6,6 +6,7 @@
 
 use crate::error::DemoError;
 use crate::host::{EPOCH_NS, SEC};
+use crate::nvml;
 use crate::scenarios::Built;
 use ingero_store::{Event, RawPolicy, TraceWriter};
 use std::path::{Path, PathBuf};
@@ -162,6 +163,8 @@ pub(crate) fn write(
         p.last_seen_ns = end_ns;
         writer.upsert_process(p)?;
     }
+    writer.write_gpu_devices(&nvml::devices(&built.session.gpu_model))?;
+    writer.write_gpu_samples(&nvml::samples(sim.gpu_busy(), EPOCH_NS, end_ns))?;
     let duration_ns = end_ns - EPOCH_NS;
     let gpu_busy_pct = (sim.gpu_busy_ns() as f64 / duration_ns.max(1) as f64 * 100.0).min(100.0);
     writer.finish(end_ns)?;

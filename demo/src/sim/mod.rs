@@ -131,6 +131,11 @@ impl Sim {
         self.gpu.busy_total()
     }
 
+    /// The device's stretches of work, per process, in time order.
+    pub fn gpu_busy(&self) -> &[crate::gpu::Busy] {
+        self.gpu.busy()
+    }
+
     /// When the first thread of each process became runnable.
     pub fn process_starts(&self) -> &BTreeMap<i32, i64> {
         &self.started
@@ -454,7 +459,8 @@ impl Sim {
             Phase::Device => {
                 next(Phase::Tail, &mut self.threads[t]);
                 if s.gpu_ns > 0 {
-                    self.gpu.enqueue(self.now, s.gpu_ns);
+                    let pid = self.threads[t].pid;
+                    self.gpu.enqueue_for(self.now, s.gpu_ns, pid);
                 }
                 if s.wait_gpu && self.gpu.drained_at() > self.now {
                     let at = self.gpu.drained_at();

@@ -449,10 +449,11 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         let uncovered = gaps(&covered, span);
         let mut b = m.busy_ns;
         for p in &m.periods {
-            pieces.push((
-                p.start_ns,
-                p.end_ns,
-                (p.end_ns - p.start_ns) as f64 * (1.0 - p.busy),
+            let idle = (p.end_ns - p.start_ns) as f64 * (1.0 - p.busy);
+            pieces.extend(intervals::split_idle(
+                &bound_iv,
+                (p.start_ns, p.end_ns),
+                idle,
             ));
         }
         for &(a, z) in &uncovered {
@@ -488,7 +489,7 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
             ));
         }
         basis.push(
-            "idle time in each sample period is shared among what the GPU thread was doing in it, in proportion to time; time inside synchronisations takes a share last"
+            "idle time in each sample period goes first to the stretches where no work was queued (the GPU cannot be busy there), the rest to the stretches with queued work; within each, it is shared among what the GPU thread was doing, in proportion to time, time inside synchronisations last"
                 .to_string(),
         );
     } else {
