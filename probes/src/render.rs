@@ -110,6 +110,9 @@ pub fn summary(s: &CaptureSummary) -> String {
     if let Some(line) = gpu_line(&s.status) {
         let _ = writeln!(out, "{line}");
     }
+    if let Some(line) = stacks_line(&s.status) {
+        let _ = writeln!(out, "{line}");
+    }
     for line in warning_lines(&s.status) {
         let _ = writeln!(out, "warning: {line}");
     }
@@ -137,6 +140,36 @@ pub fn gpu_line(s: &CaptureStatus) -> Option<String> {
         g.nvml_time_ns as f64 / span_ns * 100.0,
         duration(g.cpu_time_ns)
     ))
+}
+
+/// What the stack samplers took and what they cost, when they ran.
+pub fn stacks_line(s: &CaptureStatus) -> Option<String> {
+    let st = &s.stacks;
+    if st.hz == 0 {
+        return None;
+    }
+    let mut line = format!(
+        "stacks: {} Hz on {} CPUs: {} on-CPU and {} off-CPU samples ({} frames named, {} \
+         left as addresses; symboliser CPU {})",
+        st.hz,
+        st.cpus,
+        count(st.on_cpu),
+        count(st.off_cpu),
+        count(st.frames_resolved),
+        count(st.frames_unresolved),
+        duration(st.symbolize_cpu_ns)
+    );
+    if st.python_processes > 0 || st.python > 0 {
+        let _ = write!(
+            line,
+            "; {} Python samples from {} processes ({} failed reads; sampler CPU {})",
+            count(st.python),
+            st.python_processes,
+            count(st.python_errors),
+            duration(st.python_cpu_ns)
+        );
+    }
+    Some(line)
 }
 
 /// Every warning of a capture, one sentence each: what it could not do as

@@ -59,6 +59,16 @@ pub struct Args {
     /// host-side bound. For measuring the sampler's own cost.
     #[arg(long)]
     no_gpu_samples: bool,
+    /// Stack samples per second of the traced tree (on-CPU, per CPU, from a
+    /// CPU-clock perf event), with the stack of each CUDA-calling thread at
+    /// every switch-out and Python frames of traced CPython processes at
+    /// the same rate. 0 = no stacks.
+    #[arg(long, value_name = "HZ", default_value_t = ingero_probes::stacks::DEFAULT_STACK_HZ,
+          value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    stack_hz: u32,
+    /// With --stack-hz: no Python frames (native and kernel stacks only).
+    #[arg(long)]
+    no_python_stacks: bool,
     /// No live table, even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -157,6 +167,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.ring_bytes = args.ring_size;
     config.multi_uprobes = !args.per_function_uprobes;
     config.nvml = !args.no_gpu_samples;
+    config.stack_hz = args.stack_hz;
+    config.python_stacks = !args.no_python_stacks;
     if let Some(n) = args.sample {
         config.raw = RawPolicy::Sampled {
             per_second: n,
