@@ -185,6 +185,10 @@ pub struct ReportData {
     pub gpu_note: Option<String>,
     /// Caveats (sampling, trimming).
     pub notes: Vec<String>,
+    /// The flame graph section (HTML with an inline SVG, [`crate::flame`]),
+    /// when the trace has stack samples; placed after the charts.
+    #[serde(skip)]
+    pub flame_html: Option<String>,
 }
 
 impl ReportData {
@@ -197,7 +201,9 @@ impl ReportData {
             || db.path().display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        Ok(ReportData::build(&ds, &chains, &processes, &source))
+        let mut data = ReportData::build(&ds, &chains, &processes, &source);
+        data.flame_html = crate::flame::flame_section(db, scope)?;
+        Ok(data)
     }
 
     /// Gathers the report's data from analyses already computed on `ds`.
@@ -379,6 +385,7 @@ impl ReportData {
             gpus,
             gpu_note,
             notes,
+            flame_html: None,
         }
     }
 

@@ -26,6 +26,9 @@ pub fn report_html(data: &ReportData) -> Result<String> {
     page.push_str("<body data-rendered=\"false\">\n");
     page.push_str("<noscript>This report draws its charts with JavaScript; enable it to see them.</noscript>\n");
     page.push_str("<div id=\"app\"></div>\n");
+    if let Some(flame) = &data.flame_html {
+        page.push_str(flame);
+    }
     page.push_str("<script type=\"application/json\" id=\"ingero-data\">");
     page.push_str(&json);
     page.push_str("</script>\n<script>\n");

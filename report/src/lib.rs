@@ -2,7 +2,7 @@
 //!
 //! [`html`] writes one self-contained HTML page (timeline per process with
 //! the causal chains shaded on it, GPU-idle breakdown, per-process table,
-//! latency histograms); [`svg`] draws a time window as an SVG picture for
+//! latency histograms, and a [`flame`] graph of stack samples); [`svg`] draws a time window as an SVG picture for
 //! assistants; [`perfetto`] converts the trace to Chrome trace-event JSON for
 //! ui.perfetto.dev and chrome://tracing; [`otlp`] sends it to an
 //! OpenTelemetry backend. All of them start from a [`data::ReportData`] or a
@@ -12,6 +12,7 @@
 
 pub mod data;
 pub mod error;
+pub mod flame;
 pub mod histogram;
 pub mod html;
 pub mod otlp;

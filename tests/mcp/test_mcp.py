@@ -46,6 +46,7 @@ ANALYSIS_TOOLS = [
     "get_timeline",
     "get_events",
     "get_timeline_chart",
+    "get_stacks",
 ]
 READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["run_sql", "list_databases", "open_database", "get_trace_status"]
 ALL_TOOLS = READ_ONLY_TOOLS + ["start_trace", "stop_trace"]

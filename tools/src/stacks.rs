@@ -729,14 +729,12 @@ pub fn folded(db: &TraceDb, q: &StackQuery) -> Result<String> {
     let wd = weigh(db, q)?;
     let ids: Vec<i64> = wd.stacks.iter().map(|s| s.0).collect();
     let frames = stack_frames(db, &ids)?;
-    let mut out = String::new();
+    // Stacks that differ only in what a label leaves out (Python line
+    // numbers, native offsets) fold into one line.
+    let mut merged: Vec<(String, i64)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     for (id, _, ns) in &wd.stacks {
         let Some(fr) = frames.get(id) else { continue };
-        let weight = if wd.set == SampleSet::CallSite {
-            *ns
-        } else {
-            (*ns / 1_000).max(1)
-        };
         let path: Vec<String> = fr
             .iter()
             .rev()
@@ -746,6 +744,22 @@ pub fn folded(db: &TraceDb, q: &StackQuery) -> Result<String> {
             "[unknown]".to_string()
         } else {
             path.join(";")
+        };
+        match index.get(&path) {
+            Some(i) => merged[*i].1 += ns,
+            None => {
+                index.insert(path.clone(), merged.len());
+                merged.push((path, *ns));
+            }
+        }
+    }
+    merged.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = String::new();
+    for (path, ns) in merged {
+        let weight = if wd.set == SampleSet::CallSite {
+            ns
+        } else {
+            (ns / 1_000).max(1)
         };
         out.push_str(&format!("{path} {weight}\n"));
     }

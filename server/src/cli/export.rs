@@ -20,6 +20,9 @@ pub enum Format {
     Perfetto,
     /// OTLP/HTTP with JSON bodies to a receiver (see --endpoint).
     Otlp,
+    /// Folded stacks (`root;...;leaf weight`, weight in microseconds) for
+    /// flamegraph.pl, inferno and speedscope: to --out, or stdout without it.
+    Folded,
 }
 
 /// Arguments of `ingero export`.
@@ -52,6 +55,17 @@ pub struct Args {
     /// Only this process (and its children).
     #[arg(long)]
     pid: Option<i32>,
+    /// Folded stacks: only this thread.
+    #[arg(long)]
+    tid: Option<i32>,
+    /// Folded stacks: which samples (python, native, on_cpu, off_cpu,
+    /// call_site); Python where the trace has them, else native.
+    #[arg(long, value_name = "SET")]
+    stacks: Option<String>,
+    /// Folded stacks: only samples of this category (on_cpu, in_cuda,
+    /// blocked, preempted).
+    #[arg(long, value_name = "CATEGORY")]
+    category: Option<String>,
 }
 
 /// Runs the subcommand.
@@ -78,6 +92,9 @@ pub fn run(args: Args) -> Result<()> {
         window,
         pid: args.pid,
     };
+    if args.format == Format::Folded {
+        return export_folded(&db, scope, &args, out);
+    }
     let ds = Dataset::load(&db, &scope)?;
     let chains = chains_of(&ds);
     match args.format {
@@ -102,6 +119,7 @@ pub fn run(args: Args) -> Result<()> {
                 chains.chains.len()
             );
         }
+        Format::Folded => {}
         Format::Otlp => {
             let sent = otlp::export(&ds, &chains, &opts).map_err(into_cli)?;
             println!(
@@ -113,6 +131,51 @@ pub fn run(args: Args) -> Result<()> {
                 sent.metric_requests,
                 sent.metrics_url
             );
+        }
+    }
+    Ok(())
+}
+
+/// `--format folded`: the stack samples of the scope as folded stacks.
+fn export_folded(db: &TraceDb, scope: Scope, args: &Args, out: Option<PathBuf>) -> Result<()> {
+    use ingero_tools::stacks::{folded, Category, SampleSet, StackQuery};
+    let set = match args.stacks.as_deref() {
+        None => None,
+        Some(s) => Some(SampleSet::parse(s).ok_or_else(|| {
+            ToolError::BadArgument(format!(
+                "--stacks {s:?}: use python, native, on_cpu, off_cpu or call_site"
+            ))
+        })?),
+    };
+    let category = match args.category.as_deref() {
+        None => None,
+        Some(c) => Some(Category::parse(c).ok_or_else(|| {
+            ToolError::BadArgument(format!(
+                "--category {c:?}: use on_cpu, in_cuda, blocked or preempted"
+            ))
+        })?),
+    };
+    let query = StackQuery {
+        scope,
+        tid: args.tid,
+        set,
+        category,
+        ..StackQuery::default()
+    };
+    let text = folded(db, &query)?;
+    match out {
+        Some(path) => {
+            std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!(
+                "wrote {} ({} distinct stacks); flamegraph.pl {} > flame.svg, or open it in speedscope",
+                path.display(),
+                text.lines().count(),
+                path.display()
+            );
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
         }
     }
     Ok(())

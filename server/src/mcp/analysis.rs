@@ -8,6 +8,7 @@ use ingero_tools::events::{query_events, EventPage, EventQuery};
 use ingero_tools::explain::{explain, Report};
 use ingero_tools::processes::{per_process, ProcessBreakdown};
 use ingero_tools::render;
+use ingero_tools::stacks::{hot_stacks, Category, SampleSet, StackQuery, StackReport};
 use ingero_tools::stats::{op_stats, OpStatsReport};
 use ingero_tools::timeline::{gpu_track_text, timeline, Timeline};
 use ingero_tools::{Scope, ToolError};
@@ -74,6 +75,25 @@ pub struct TimelineArgs {
     pub scope: ScopeArgs,
     /// Bucket width, e.g. "1s" or "100ms"; chosen from the window length when absent.
     pub bucket: Option<String>,
+}
+
+/// Arguments of `get_stacks`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct StacksArgs {
+    /// Window, process and database.
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+    /// Only this thread id.
+    pub tid: Option<i32>,
+    /// Only the GPU-driving thread (the one with the most CUDA calls in the window) when no tid is given.
+    pub gpu_thread: Option<bool>,
+    /// Which samples: "python", "native" (on-CPU and off-CPU), "on_cpu", "off_cpu" or "call_site"; Python where the trace has them, else native.
+    pub stacks: Option<String>,
+    /// Only samples of this category: "on_cpu" (on the CPU outside CUDA: host wait), "in_cuda", "blocked" or "preempted".
+    pub category: Option<String>,
+    /// Hot stacks and frames listed (default 10, at most 100).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
 }
 
 /// Arguments of `get_events`.
@@ -360,6 +380,77 @@ impl IngeroMcp {
             ),
         );
         Ok(result)
+    }
+
+    /// What the host was doing, from stack samples: hot stacks, top Python and native frames by share of a stated whole, and the split into on-CPU outside CUDA (host wait), inside CUDA, blocked and preempted, for a window, process, thread (or the GPU thread) and category. Use it to name the function behind host compute outside CUDA.
+    #[tool(
+        name = "get_stacks",
+        annotations(title = "Hot stacks", read_only_hint = true, open_world_hint = false),
+        output_schema = schema_for_output::<StackReport>()
+    )]
+    pub(crate) async fn get_stacks(
+        &self,
+        Parameters(args): Parameters<StacksArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(args.scope.to_scope());
+        let set = match args
+            .stacks
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            None => None,
+            Some(s) => match SampleSet::parse(s) {
+                Some(v) => Some(v),
+                None => {
+                    return Ok(failure(format!(
+                        "stacks {s:?}: use python, native, on_cpu, off_cpu or call_site"
+                    )))
+                }
+            },
+        };
+        let category = match args
+            .category
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            None => None,
+            Some(c) => match Category::parse(c) {
+                Some(v) => Some(v),
+                None => {
+                    return Ok(failure(format!(
+                        "category {c:?}: use on_cpu, in_cuda, blocked or preempted"
+                    )))
+                }
+            },
+        };
+        let limit = args.limit.unwrap_or(10);
+        if limit == 0 || limit > 100 {
+            return Ok(failure("limit must be between 1 and 100".into()));
+        }
+        let query = StackQuery {
+            scope,
+            tid: args.tid,
+            gpu_thread: args.gpu_thread.unwrap_or(false),
+            set,
+            category,
+            limit: limit as usize,
+        };
+        let key = args.scope.cache_key(&format!(
+            "{:?}|{}|{:?}|{:?}|{limit}",
+            query.tid, query.gpu_thread, query.set, query.category
+        ));
+        self.analyse(
+            "get_stacks",
+            key,
+            args.scope.db.as_deref(),
+            &ctx,
+            move |db| hot_stacks(db, &query),
+            ingero_tools::render_stacks::stacks_text,
+        )
+        .await
     }
 
     /// Raw events (CUDA calls and host events), filtered by window, pid and op, newest last, paged with limit/offset.
