@@ -349,7 +349,8 @@ impl Control {
             kind: StackKind::OnCpu,
             hz: i64::from(self.stack_hz),
             note: format!(
-                "CPU-clock perf event on {} CPUs; {} samples, {} user stacks not walkable;                  {} frames named, {} left as addresses; symboliser CPU {:.1} ms",
+                "CPU-clock perf event on {} CPUs; {} samples, {} user stacks not walkable; \
+                 {} frames named, {} left as addresses; symboliser CPU {:.1} ms",
                 s.cpus,
                 s.on_cpu,
                 s.user_unwalked,
@@ -370,7 +371,8 @@ impl Control {
         }
         if self.live_pids.is_some() {
             let mut note = format!(
-                "py-spy (non-blocking reads) on {} processes; {} samples, {} failed rounds;                  sampler CPU {:.1} ms",
+                "py-spy (non-blocking reads) on {} processes; {} samples, {} failed rounds; \
+                 sampler CPU {:.1} ms",
                 s.python_processes,
                 s.python,
                 s.python_errors,

@@ -39,6 +39,8 @@ use std::time::{Duration, Instant};
 const ATTACH_TRIES: u32 = 25;
 /// Time between attach attempts.
 const ATTACH_RETRY: Duration = Duration::from_millis(200);
+/// How often the sampler looks for Python processes while it has none.
+const IDLE_POLL: Duration = Duration::from_millis(20);
 /// Samples wait at most this long before they are sent to the writer.
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
 
@@ -246,7 +248,10 @@ fn run(hz: u32, links: PythonLinks) {
         if stopping {
             return;
         }
-        next += period;
+        // With nothing attached, look for new processes every IDLE_POLL
+        // rather than at the sampling rate.
+        let idle = procs.values().all(|a| a.spy.is_none());
+        next += if idle { period.max(IDLE_POLL) } else { period };
         let now = Instant::now();
         if next > now {
             std::thread::sleep(next - now);
