@@ -56,23 +56,31 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
     let last = thread_calls().map(|c| c.ts_ns + c.dur_ns).max()?;
     let wall = (last - first).max(1);
     // API time from totals when the recorder sampled raw rows.
+    // Nested calls (the driver half of a runtime call) are inside their
+    // outer call already: every time below counts outer calls once.
     let agg = ds.totals(AggSource::Cuda, None, Some(pid));
+    let outer_total: i64 = ds
+        .aggs
+        .iter()
+        .filter(|a| a.source == AggSource::Cuda && a.pid == pid)
+        .map(|a| a.outer_dur_ns())
+        .sum();
     let raw_tid_time: i64 = ds
         .calls
         .iter()
-        .filter(|c| c.pid == pid && c.tid == tid)
+        .filter(|c| c.pid == pid && c.tid == tid && !c.nested)
         .map(|c| c.dur_ns)
         .sum();
     let raw_pid_time: i64 = ds
         .calls
         .iter()
-        .filter(|c| c.pid == pid)
+        .filter(|c| c.pid == pid && !c.nested)
         .map(|c| c.dur_ns)
         .sum();
     let sampled = agg.count > agg.stored;
     let api = if sampled && raw_pid_time > 0 {
         // Scale the thread's raw time by how much the totals exceed the raw rows.
-        (raw_tid_time as f64 * agg.sum_dur_ns as f64 / raw_pid_time as f64) as i64
+        (raw_tid_time as f64 * outer_total as f64 / raw_pid_time as f64) as i64
     } else {
         raw_tid_time
     }
@@ -80,9 +88,12 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
     let sync: i64 = ds
         .calls
         .iter()
-        .filter(|c| c.pid == pid && c.tid == tid && ds.op_class(c.op_id) == OpClass::Sync)
+        .filter(|c| {
+            c.pid == pid && c.tid == tid && !c.nested && ds.op_class(c.op_id) == OpClass::Sync
+        })
         .map(|c| c.dur_ns)
-        .sum();
+        .sum::<i64>()
+        .min(wall);
     let mut off = 0i64;
     let mut switches = 0i64;
     let (mut preempt, mut rq_wait, mut flagged) = (0i64, 0i64, 0i64);

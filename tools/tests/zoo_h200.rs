@@ -473,3 +473,57 @@ fn sampling_raw_rows_moves_neither_breakdown_nor_gaps_on_real_captures() {
         assert_eq!(a.long_gaps, b.long_gaps, "{case}: gaps");
     }
 }
+
+// ----------------------------------------------------------------- findings
+
+/// Causes of the report's chains, strongest first.
+fn causes(path: &Path) -> Vec<&'static str> {
+    let db = TraceDb::open(path).expect("open");
+    let r = ingero_tools::explain::explain(&db, &Scope::ALL).expect("explain");
+    r.chains.chains.iter().map(|c| c.cause.name()).collect()
+}
+
+#[test]
+fn each_case_leads_with_its_constructed_cause_and_names_no_absent_mechanism() {
+    // (case, constructed cause, mechanisms whose evidence the case lacks)
+    let table: [(&str, &str, &[&str]); 5] = [
+        (
+            "gpu_bound",
+            "gpu_bound",
+            &["host_input_pipeline", "launch_bound", "allocator_churn"],
+        ),
+        (
+            "launch_bound-s50",
+            "launch_bound",
+            &["host_input_pipeline", "gpu_bound"],
+        ),
+        (
+            "alloc_churn",
+            "allocator_churn",
+            &["allocation_spike", "host_input_pipeline"],
+        ),
+        // A DataLoader with num_workers=0 leaves no worker process and this
+        // capture has no stack samples: on-CPU work, cause not identified.
+        (
+            "dataloader_starved",
+            "host_compute",
+            &["host_input_pipeline", "gpu_bound", "launch_bound"],
+        ),
+        (
+            "dataloader_starved-s50",
+            "host_compute",
+            &["host_input_pipeline", "gpu_bound"],
+        ),
+    ];
+    for (case, want, absent) in table {
+        let (_tmp, path) = unpack(case);
+        let got = causes(&path);
+        assert_eq!(got.first().copied(), Some(want), "{case}: {got:?}");
+        for a in absent {
+            assert!(
+                !got.contains(a),
+                "{case}: names {a} without its evidence: {got:?}"
+            );
+        }
+    }
+}

@@ -26,11 +26,16 @@ fn waits(ctx: &Context) -> Option<(i32, f64, i64)> {
     (sync_share >= 0.5 && cpu_ok).then_some((main, sync_share, st.sync_wait_ns))
 }
 
+/// The GPU's busy figure over the loop itself (first to last CUDA call of
+/// the main process): start-up before it and the tail after it say nothing
+/// about whether the loop is GPU-bound.
 fn busy_of(ctx: &Context, main: i32) -> Option<BusyFigure> {
-    ctx.idle
-        .iter()
-        .find(|p| p.pid == main)
-        .map(BusyFigure::of_idle)
+    let first = ctx.main_calls().map(|c| c.ts_ns).min()?;
+    let last = ctx.main_calls().map(|c| c.ts_ns + c.dur_ns).max()?;
+    if ctx.idle.iter().all(|p| p.pid != main) {
+        return None;
+    }
+    Some(super::measured::busy_over(ctx, main, (first, last)))
 }
 
 /// Reports a GPU-bound run: synchronisation dominates while the CPU has

@@ -8,11 +8,15 @@
 //! cause plausibly cost); chains are ranked by score.
 
 pub mod alloc;
+pub mod churn;
 pub mod contention;
 pub mod context;
 pub mod copies;
+pub mod explained;
 pub mod gpu_bound;
+pub mod launch_bound;
 pub mod lifecycle;
+pub mod long_block;
 pub mod measured;
 pub mod memory;
 pub mod pipeline;
@@ -51,6 +55,19 @@ pub enum Cause {
     ColdStart,
     /// The host mostly waits on the GPU: the GPU is the bottleneck, not the host.
     GpuBound,
+    /// The GPU thread works on the CPU outside CUDA while the GPU idles, and
+    /// the capture holds no evidence of what that work is.
+    HostCompute,
+    /// The GPU thread blocks waiting on its DataLoader workers, which are
+    /// too few or too slow for it.
+    SlowWorkers,
+    /// Device memory is allocated and freed in the loop, step after step.
+    AllocatorChurn,
+    /// The loop issues many tiny kernels and the host's launch path, not
+    /// the GPU, sets the pace.
+    LaunchBound,
+    /// One long off-CPU stretch of the GPU thread while the loop runs.
+    LongBlock,
 }
 
 impl Cause {
@@ -67,6 +84,11 @@ impl Cause {
             Cause::AllocationSpike => "allocation_spike",
             Cause::ColdStart => "cold_start",
             Cause::GpuBound => "gpu_bound",
+            Cause::HostCompute => "host_compute",
+            Cause::SlowWorkers => "slow_workers",
+            Cause::AllocatorChurn => "allocator_churn",
+            Cause::LaunchBound => "launch_bound",
+            Cause::LongBlock => "long_block",
         }
     }
 }
@@ -149,8 +171,13 @@ pub struct CausalChain {
     pub cause: Cause,
     /// Urgency.
     pub severity: Severity,
-    /// Ranking score, 0-100.
+    /// Ranking score, 0-100 (how strong the evidence is).
     pub score: f64,
+    /// GPU idle time of the victim process this finding accounts for, ns;
+    /// no two findings count the same stretch (see `explained`).
+    pub explained_ns: i64,
+    /// `explained_ns` as a share of the victim's whole GPU idle time.
+    pub explained_share: f64,
     /// One line: symptom <- cause.
     pub summary: String,
     /// The root cause in one sentence.
@@ -209,7 +236,16 @@ pub fn chains_with_starvation(
         pipeline::detect(&ctx),
         contention::detect(&ctx),
         copies::detect(&ctx),
-        alloc::detect(&ctx),
+        churn::detect(&ctx),
+        // Occasional slow allocations are another mechanism than allocation
+        // in every step: with churn present, they are part of it.
+        if churn::present(&ctx) {
+            None
+        } else {
+            alloc::detect(&ctx)
+        },
+        launch_bound::detect(&ctx),
+        long_block::detect(&ctx),
         lifecycle::detect_cold_start(&ctx),
         lifecycle::detect_fork_storm(&ctx),
         memory::detect_page_storm(&ctx),
@@ -220,12 +256,15 @@ pub fn chains_with_starvation(
     .flatten()
     .collect();
     chains.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let main_idle = ctx.idle.iter().find(|p| Some(p.pid) == ctx.main);
+    let unexplained = explained::apportion(&mut chains, main_idle);
     for (i, c) in chains.iter_mut().enumerate() {
         c.id = format!("chain-{}", i + 1);
         c.score = (c.score * 10.0).round() / 10.0;
     }
     let mut notes = ctx.notes.clone();
     notes.extend(gpu_bound::note(&ctx));
+    notes.extend(unexplained);
     if chains.is_empty() {
         notes.push(if ctx.main.is_none() {
             "No CUDA calls in this window: nothing to explain on the GPU side.".to_string()
@@ -265,6 +304,8 @@ pub(crate) fn chain(
         cause,
         severity: Severity::from_score(score),
         score,
+        explained_ns: 0,
+        explained_share: 0.0,
         summary,
         root_cause,
         steps,

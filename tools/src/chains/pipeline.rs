@@ -1,11 +1,25 @@
-//! The host-side input pipeline: the GPU idles because the thread that feeds
-//! it spends its time preparing data on the CPU (per-sample fetch and collate).
+//! The GPU idles while the thread that feeds it works on the CPU outside
+//! CUDA calls.
+//!
+//! What that work is needs its own evidence. DataLoader worker processes of
+//! the GPU process show the job feeds itself through a DataLoader, so the
+//! on-CPU time is named as its input pipeline (`host_input_pipeline`).
+//! Without such evidence the finding says only what is known, on-CPU time
+//! outside CUDA with the cause not identified (`host_compute`), and what
+//! would tell (stack samples of the thread).
 
 use super::context::Context;
 use super::measured::BusyFigure;
 use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
 use crate::format;
+use crate::processes::Role;
 use ingero_store::HostKind;
+
+const FIX_UNKNOWN: &str =
+    "Find what the GPU thread computes between its CUDA calls before changing \
+anything: record with stack samples on (ingero trace, then get_stacks for the on-CPU host wait) or \
+profile the loop with py-spy; then move that work off the GPU thread (into DataLoader workers, \
+vectorised tensor ops, or precomputation) or overlap it with GPU work.";
 
 const FIX: &str = "Index pre-shuffled tensors directly, or use batched sampling: for data already \
 in memory, draw one permutation per epoch (torch.randperm) and slice whole batches from the tensor \
@@ -30,6 +44,14 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         return None;
     }
     let pages = ds.host_totals(HostKind::PageAlloc, Some(main));
+    // Evidence of a DataLoader: worker processes forked by the GPU process.
+    let workers: Vec<i32> = ctx
+        .roles
+        .iter()
+        .filter(|(pid, r)| **r == Role::DataloaderWorker && ds.descends_from(**pid, main))
+        .map(|(pid, _)| *pid)
+        .collect();
+    let loader = !workers.is_empty();
     let period = idle.step_period_ns;
     let evidence_pts = 30.0 * idle.active_idle_share
         + 20.0 * compute_share.min(1.0)
@@ -53,8 +75,16 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     } else {
         "at least: host-side bound, no GPU samples".to_string()
     };
+    let mechanism = if loader {
+        format!(
+            "host-side input pipeline (the job's DataLoader: {} worker process(es) of {main} seen; the per-sample fetch/collate of the batches it waits for)",
+            workers.len()
+        )
+    } else {
+        "cause not identified from this capture (no DataLoader workers, no stack samples: record with stack samples to see the functions)".to_string()
+    };
     let summary = format!(
-        "GPU idle {} of {} ({idle_basis}; {} between its first and last CUDA call) <- GPU thread {} busy on the CPU outside CUDA for {}{period_text} <- host-side input pipeline (per-sample DataLoader fetch/collate)",
+        "GPU idle {} of {} ({idle_basis}; {} between its first and last CUDA call) <- GPU thread {} busy on the CPU outside CUDA for {}{period_text} <- {mechanism}",
         format::pct(idle.idle_share),
         format::ns(idle.span_ns),
         format::pct(idle.active_idle_share),
@@ -69,11 +99,19 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     } else {
         String::new()
     };
-    let root_cause = format!(
-        "The host-side input pipeline: {main}'s GPU thread spends {} on the CPU outside CUDA calls between them (where a loop prepares its batches: per-sample fetch and collate{page_text}), and the GPU is left without work much of the time: {}.",
-        format::ns(on_cpu),
-        busy.text()
-    );
+    let root_cause = if loader {
+        format!(
+            "The host-side input pipeline: {main}'s GPU thread spends {} on the CPU outside CUDA calls between them (where its DataLoader prepares batches: per-sample fetch and collate{page_text}), and the GPU is left without work much of the time: {}.",
+            format::ns(on_cpu),
+            busy.text()
+        )
+    } else {
+        format!(
+            "{main}'s GPU thread spends {} on the CPU outside CUDA calls between them{page_text}, and the GPU is left without work much of the time: {}. What that work is, this capture cannot tell: no DataLoader worker processes and no stack samples.",
+            format::ns(on_cpu),
+            busy.text()
+        )
+    };
     let mut steps = vec![
         step("GPU", busy.text()),
         step(
@@ -182,7 +220,11 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let start = ds.window.lo_ns.max(ds.span.start_ns);
     Some(chain(
         ctx,
-        Cause::HostInputPipeline,
+        if loader {
+            Cause::HostInputPipeline
+        } else {
+            Cause::HostCompute
+        },
         score,
         summary,
         root_cause,
@@ -191,6 +233,6 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         Vec::new(),
         vec![main],
         (start, start + idle.span_ns),
-        FIX,
+        if loader { FIX } else { FIX_UNKNOWN },
     ))
 }
