@@ -20,6 +20,7 @@ pub mod long_block;
 pub mod measured;
 pub mod memory;
 pub mod pipeline;
+pub mod slow_workers;
 
 use crate::dataset::Dataset;
 use crate::error::Result;
@@ -246,6 +247,7 @@ pub fn chains_with_starvation(
         },
         launch_bound::detect(&ctx),
         long_block::detect(&ctx),
+        slow_workers::detect(&ctx),
         lifecycle::detect_cold_start(&ctx),
         lifecycle::detect_fork_storm(&ctx),
         memory::detect_page_storm(&ctx),
