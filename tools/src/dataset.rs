@@ -333,6 +333,9 @@ pub struct Dataset {
     pub lifecycle: Vec<HostRow>,
     /// Context switches of threads that made CUDA calls, in the window.
     pub gpu_thread_switches: Vec<HostRow>,
+    /// Off-CPU stacks of the CUDA-calling threads, classified by what they
+    /// waited for (empty without stack samples).
+    pub waits: Vec<crate::waits::OffCpuWait>,
     /// CPU count of the traced host, 0 when unknown.
     pub cpu_cores: i64,
     /// GPU model, empty when unknown.
@@ -580,6 +583,12 @@ impl Dataset {
             );
         }
 
+        // Off-CPU stacks of those threads (what each wait was for), where
+        // the capture recorded stacks.
+        let mut waits =
+            crate::waits::load(conn, window.lo_ns, window.hi_ns, pid_filter).map_err(q)?;
+        waits.retain(|w| gpu_threads.contains(&(w.pid, w.tid)));
+
         let (cpu_cores, gpu_model): (i64, String) = conn
             .query_row(
                 "SELECT COALESCE(MAX(cpu_cores), 0), COALESCE(MAX(gpu_model), '') FROM sessions",
@@ -636,6 +645,7 @@ impl Dataset {
             processes,
             lifecycle,
             gpu_thread_switches,
+            waits,
             cpu_cores,
             gpu_model,
             lost_events,

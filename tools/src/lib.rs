@@ -28,6 +28,7 @@ pub mod stacks;
 pub mod starvation;
 pub mod stats;
 pub mod timeline;
+pub mod waits;
 
 pub use error::ToolError;
 pub use scope::Scope;

@@ -46,6 +46,11 @@ pub fn claims(cause: Cause) -> &'static [usize] {
         Cause::ColdStart => &[BEFORE_FIRST, LAUNCH, ALLOC_FREE, OTHER_CUDA],
         Cause::LaunchBound => &[LAUNCH, BETWEEN],
         Cause::LongBlock => &[BLOCKED, UNKNOWN, WORKERS],
+        Cause::GilContention
+        | Cause::BlockingIo
+        | Cause::HostSleep
+        | Cause::WaitingForWork
+        | Cause::LockWait => &[BLOCKED, UNKNOWN],
         Cause::GpuBound => &[],
     }
 }
@@ -62,6 +67,11 @@ fn cap(c: &CausalChain) -> Option<i64> {
         Cause::ColdStart => named("cold_excess_time"),
         Cause::WorkerForkStorm | Cause::AllocationSpike => named("excess_time"),
         Cause::LongBlock => named("longest_block"),
+        Cause::GilContention
+        | Cause::BlockingIo
+        | Cause::HostSleep
+        | Cause::WaitingForWork
+        | Cause::LockWait => named("blocked_time"),
         _ => None,
     }
 }

@@ -8,6 +8,7 @@
 //! cause plausibly cost); chains are ranked by score.
 
 pub mod alloc;
+pub mod blocked;
 pub mod churn;
 pub mod contention;
 pub mod context;
@@ -69,6 +70,17 @@ pub enum Cause {
     LaunchBound,
     /// One long off-CPU stretch of the GPU thread while the loop runs.
     LongBlock,
+    /// The GPU thread waits to take the Python GIL (stacks show it).
+    GilContention,
+    /// The GPU thread waits on disk or page-cache I/O (stacks show it).
+    BlockingIo,
+    /// The GPU thread sleeps in its loop (stacks show it).
+    HostSleep,
+    /// The process waits for input on sockets or file descriptors: no work
+    /// arrives (stacks show it). A negative: no host-side bottleneck.
+    WaitingForWork,
+    /// The GPU thread waits on a lock or condition (stacks show a futex).
+    LockWait,
 }
 
 impl Cause {
@@ -90,6 +102,11 @@ impl Cause {
             Cause::AllocatorChurn => "allocator_churn",
             Cause::LaunchBound => "launch_bound",
             Cause::LongBlock => "long_block",
+            Cause::GilContention => "gil_contention",
+            Cause::BlockingIo => "blocking_io",
+            Cause::HostSleep => "host_sleep",
+            Cause::WaitingForWork => "waiting_for_work",
+            Cause::LockWait => "lock_wait",
         }
     }
 }
@@ -256,6 +273,7 @@ pub fn chains_with_starvation(
     ]
     .into_iter()
     .flatten()
+    .chain(blocked::detect(&ctx))
     .collect();
     chains.sort_by(|a, b| b.score.total_cmp(&a.score));
     let main_idle = ctx.idle.iter().find(|p| Some(p.pid) == ctx.main);
