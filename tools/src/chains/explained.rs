@@ -20,6 +20,7 @@ mod slot {
     pub const LAUNCH: usize = 1;
     pub const ALLOC_FREE: usize = 2;
     pub const COPIES: usize = 3;
+    pub const SYNC: usize = 4;
     pub const OTHER_CUDA: usize = 5;
     pub const BETWEEN: usize = 6;
     pub const COMPUTE: usize = 7;
@@ -45,6 +46,7 @@ pub fn claims(cause: Cause) -> &'static [usize] {
         Cause::AllocationSpike | Cause::AllocatorChurn => &[ALLOC_FREE],
         Cause::ColdStart => &[BEFORE_FIRST, LAUNCH, ALLOC_FREE, OTHER_CUDA],
         Cause::LaunchBound => &[LAUNCH, BETWEEN],
+        Cause::SyncInLoop => &[LAUNCH, BETWEEN, COMPUTE, SYNC],
         Cause::LongBlock => &[BLOCKED, UNKNOWN, WORKERS],
         Cause::GilContention
         | Cause::BlockingIo

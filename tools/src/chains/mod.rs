@@ -22,6 +22,7 @@ pub mod measured;
 pub mod memory;
 pub mod pipeline;
 pub mod slow_workers;
+pub mod sync_loop;
 
 use crate::dataset::Dataset;
 use crate::error::Result;
@@ -81,6 +82,8 @@ pub enum Cause {
     WaitingForWork,
     /// The GPU thread waits on a lock or condition (stacks show a futex).
     LockWait,
+    /// Every step reads a scalar back from the GPU and waits for it.
+    SyncInLoop,
 }
 
 impl Cause {
@@ -107,6 +110,7 @@ impl Cause {
             Cause::HostSleep => "host_sleep",
             Cause::WaitingForWork => "waiting_for_work",
             Cause::LockWait => "lock_wait",
+            Cause::SyncInLoop => "sync_in_loop",
         }
     }
 }
@@ -265,6 +269,7 @@ pub fn chains_with_starvation(
         launch_bound::detect(&ctx),
         long_block::detect(&ctx),
         slow_workers::detect(&ctx),
+        sync_loop::detect(&ctx),
         lifecycle::detect_cold_start(&ctx),
         lifecycle::detect_fork_storm(&ctx),
         memory::detect_page_storm(&ctx),
