@@ -21,9 +21,19 @@ pub const MEASURED_BUSY_MIN: f64 = 0.5;
 fn waits(ctx: &Context) -> Option<(i32, f64, i64)> {
     let st = ctx.starvation.as_ref()?;
     let main = ctx.main?;
-    let sync_share = st.sync_wait_ns as f64 / st.wall_ns.max(1) as f64;
+    // From the activity spans where the file has them: they hold every
+    // call's time whatever the raw-row sampling kept.
+    let from_spans: i64 = ctx
+        .ds
+        .activity
+        .iter()
+        .filter(|a| a.pid == main && a.tid == st.gpu_thread)
+        .map(|a| a.parts[ingero_store::activity::CallPart::Sync.index()])
+        .sum();
+    let sync_ns = from_spans.max(st.sync_wait_ns).min(st.wall_ns);
+    let sync_share = sync_ns as f64 / st.wall_ns.max(1) as f64;
     let cpu_ok = ctx.sat.samples == 0 || ctx.sat.share() < 0.1;
-    (sync_share >= 0.5 && cpu_ok).then_some((main, sync_share, st.sync_wait_ns))
+    (sync_share >= 0.5 && cpu_ok).then_some((main, sync_share, sync_ns))
 }
 
 /// The GPU's busy figure over the loop itself (first to last CUDA call of
