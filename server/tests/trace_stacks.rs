@@ -79,7 +79,7 @@ fn folded_export_and_report_flame_graph_name_the_hot_python_function() {
             Some((w.parse().ok()?, path))
         })
         .collect();
-    lines.sort_by(|a, b| b.0.cmp(&a.0));
+    lines.sort_by_key(|l| std::cmp::Reverse(l.0));
     let (_, top) = lines.first().expect("folded stacks");
     assert!(
         top.ends_with("burn.py:ingero_py_outer;burn.py:ingero_py_spin"),
