@@ -51,7 +51,15 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         .filter(|(pid, r)| **r == Role::DataloaderWorker && ds.descends_from(**pid, main))
         .map(|(pid, _)| *pid)
         .collect();
-    let loader = !workers.is_empty();
+    // Or Python stack samples of the GPU thread inside torch.utils.data
+    // (a DataLoader fetching in the training thread, num_workers=0).
+    let (in_loader, py_samples) = ds
+        .loader_frames
+        .get(&(main, idle.gpu_thread))
+        .copied()
+        .unwrap_or((0, 0));
+    let frames_say = py_samples >= 20 && in_loader as f64 >= 0.2 * py_samples as f64;
+    let loader = !workers.is_empty() || frames_say;
     let period = idle.step_period_ns;
     let evidence_pts = 30.0 * idle.active_idle_share
         + 20.0 * compute_share.min(1.0)
@@ -76,9 +84,15 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         "at least: host-side bound, no GPU samples".to_string()
     };
     let mechanism = if loader {
+        let seen = if workers.is_empty() {
+            format!(
+                "{in_loader} of {py_samples} Python stack samples of the GPU thread inside torch.utils.data"
+            )
+        } else {
+            format!("{} worker process(es) of {main} seen", workers.len())
+        };
         format!(
-            "host-side input pipeline (the job's DataLoader: {} worker process(es) of {main} seen; the per-sample fetch/collate of the batches it waits for)",
-            workers.len()
+            "host-side input pipeline (the job's DataLoader: {seen}; the per-sample fetch/collate of the batches it waits for)"
         )
     } else {
         "cause not identified from this capture (no DataLoader workers, no stack samples: record with stack samples to see the functions)".to_string()
