@@ -496,7 +496,7 @@ fn each_case_leads_with_its_constructed_cause_and_names_no_absent_mechanism() {
     // evidence; where it does not (a num_workers=0 DataLoader, eager decode,
     // compilation: no worker processes, Python frames not decisive), it is
     // the on-CPU finding with the cause not identified, never a DataLoader.
-    let table: [(&str, &str, &[&str]); 18] = [
+    let table: [(&str, &str, &[&str]); 19] = [
         (
             "gpu_bound",
             "gpu_bound",

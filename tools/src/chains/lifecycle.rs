@@ -150,13 +150,24 @@ pub fn detect_fork_storm(ctx: &Context) -> Option<CausalChain> {
         10.0 + 10.0 * (best as f64 / 8.0).min(1.0) + if hit.is_empty() { 0.0 } else { 15.0 };
     let score = evidence_pts + impact_points(excess as f64 / ctx.wall_ns() as f64);
     let children: Vec<i32> = burst.iter().map(|h| h.arg as i32).collect();
+    // "Worker" only where the children are DataLoader workers by the process tree.
+    let workers = children
+        .iter()
+        .filter(|c| ctx.role(**c) == crate::processes::Role::DataloaderWorker)
+        .count();
+    let what = if workers * 2 >= children.len() && workers > 0 {
+        "DataLoader worker start-up"
+    } else {
+        "process start-up"
+    };
     let summary = format!(
-        "{best} forks in {} <- worker start-up; {} slow CUDA calls in the following 2 s",
+        "{best} forks in {} <- {what}; {} slow CUDA calls in the following 2 s",
         format::ns(burst[burst.len() - 1].ts_ns - start),
         hit.len()
     );
     let root_cause = format!(
-        "Worker start-up: the job forked {best} processes within {} (copying page tables, re-importing Python modules); {} CUDA calls of {main} slowed down right after.",
+        "{}: the job forked {best} processes within {} (copying page tables, re-importing Python modules); {} CUDA calls of {main} slowed down right after.",
+        what[..1].to_uppercase() + &what[1..],
         format::ns(burst[burst.len() - 1].ts_ns - start),
         hit.len()
     );

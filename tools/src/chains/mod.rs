@@ -280,6 +280,25 @@ pub fn chains_with_starvation(
     .flatten()
     .chain(blocked::detect(&ctx))
     .collect();
+    // Forked processes that then saturate the CPU are contention, not
+    // start-up: the slow calls after the forks are the contention's.
+    let contenders: Vec<i32> = chains
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.cause,
+                Cause::CpuContention | Cause::DataloaderWorkerContention
+            )
+        })
+        .flat_map(|c| c.culprit_pids.iter().copied())
+        .collect();
+    chains.retain(|c| {
+        c.cause != Cause::WorkerForkStorm || {
+            let kids: Vec<&i32> = c.culprit_pids.iter().skip(1).collect();
+            let busy = kids.iter().filter(|k| contenders.contains(k)).count();
+            kids.is_empty() || busy * 2 < kids.len()
+        }
+    });
     chains.sort_by(|a, b| b.score.total_cmp(&a.score));
     let main_idle = ctx.idle.iter().find(|p| Some(p.pid) == ctx.main);
     let unexplained = explained::apportion(&mut chains, main_idle);
