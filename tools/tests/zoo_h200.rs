@@ -591,6 +591,11 @@ fn each_case_leads_with_its_constructed_cause_and_names_no_absent_mechanism() {
             "host_compute",
             &["host_input_pipeline", "slow_workers"],
         ),
+        (
+            "cpu_contention-s50",
+            "cpu_contention",
+            &["worker_fork_storm", "host_input_pipeline"],
+        ),
     ];
     for (case, want, absent) in table {
         let (_tmp, path) = unpack(case);
