@@ -92,9 +92,14 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         .main_ops
         .iter()
         .filter(|o| o.class == OpClass::Alloc)
-        .map(|o| o.total_ns)
+        .map(|o| o.outer_ns())
         .sum();
-    let api: i64 = ctx.main_ops.iter().map(|o| o.total_ns).sum::<i64>().max(1);
+    let api: i64 = ctx
+        .main_ops
+        .iter()
+        .map(|o| o.outer_ns())
+        .sum::<i64>()
+        .max(1);
     let worst_ratio = late
         .iter()
         .map(|s| s.1 as f64 / s.2.max(1) as f64)

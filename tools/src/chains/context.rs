@@ -102,7 +102,6 @@ impl<'a> Context<'a> {
         let (mains, cuda_pids) = main_processes(ds);
         let main = mains.first().copied();
         let main_ops = main.map(|m| ops_for(ds, Some(m))).unwrap_or_default();
-        let cuda_total: i64 = main_ops.iter().map(|o| o.total_ns).sum::<i64>().max(1);
         let mut symptoms: Vec<Symptom> = main_ops
             .iter()
             .map(|o| Symptom {
@@ -113,7 +112,9 @@ impl<'a> Context<'a> {
                 p99_ns: o.p99_ns,
                 max_ns: o.max_ns,
                 tail_ratio: o.tail_ratio,
-                share_of_cuda_time: o.total_ns as f64 / cuda_total as f64,
+                // Of the outer calls' time: nested calls count once, under
+                // the call they were made from.
+                share_of_cuda_time: o.share_of_cuda_time,
                 exact: o.exact,
             })
             .collect();

@@ -81,7 +81,12 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         .sum();
     let bytes: i64 = big.iter().map(|c| c.1).sum();
     let time: i64 = big.iter().map(|c| c.2).sum();
-    let api: i64 = ctx.main_ops.iter().map(|o| o.total_ns).sum::<i64>().max(1);
+    let api: i64 = ctx
+        .main_ops
+        .iter()
+        .map(|o| o.outer_ns())
+        .sum::<i64>()
+        .max(1);
     let share = time as f64 / api as f64;
     let excess = (time as f64 - bytes as f64 / PINNED_EXPECTED * 1e9).max(0.0);
     let evidence_pts = 15.0 * ((ASYNC_BLOCKED_BELOW - median_bw) / 15e9).clamp(0.0, 1.0)

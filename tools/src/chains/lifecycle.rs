@@ -47,7 +47,12 @@ pub fn detect_cold_start(ctx: &Context) -> Option<CausalChain> {
         return None;
     }
     let excess: i64 = cold.iter().map(|c| c.1 - c.2).sum();
-    let api: i64 = ctx.main_ops.iter().map(|o| o.total_ns).sum::<i64>().max(1);
+    let api: i64 = ctx
+        .main_ops
+        .iter()
+        .map(|o| o.outer_ns())
+        .sum::<i64>()
+        .max(1);
     let ratio = cold
         .iter()
         .map(|c| c.1 as f64 / c.2.max(1) as f64)
