@@ -496,7 +496,7 @@ fn each_case_leads_with_its_constructed_cause_and_names_no_absent_mechanism() {
     // evidence; where it does not (a num_workers=0 DataLoader, eager decode,
     // compilation: no worker processes, Python frames not decisive), it is
     // the on-CPU finding with the cause not identified, never a DataLoader.
-    let table: [(&str, &str, &[&str]); 19] = [
+    let table: [(&str, &str, &[&str]); 20] = [
         (
             "gpu_bound",
             "gpu_bound",
@@ -595,6 +595,11 @@ fn each_case_leads_with_its_constructed_cause_and_names_no_absent_mechanism() {
             "cpu_contention-s50",
             "cpu_contention",
             &["worker_fork_storm", "host_input_pipeline"],
+        ),
+        (
+            "page_alloc_storm-s50",
+            "page_alloc_storm",
+            &["host_input_pipeline", "gpu_bound"],
         ),
     ];
     for (case, want, absent) in table {

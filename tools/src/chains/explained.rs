@@ -85,14 +85,21 @@ pub fn apportion(chains: &mut [CausalChain], idle: Option<&ProcessIdle>) -> Opti
     let idle = idle?;
     let whole = idle.host_wait_ns.max(0);
     let mut pool: Vec<i64> = idle.causes.labelled().iter().map(|(_, v)| *v).collect();
-    // Larger claims first: what each could take from the whole pool.
+    // Mechanisms with one dedicated part first (a page-allocation storm owns
+    // the on-CPU time during storms before a general on-CPU finding takes
+    // it), then larger claims first: what each could take from the pool.
     let mut order: Vec<usize> = (0..chains.len()).collect();
     let potential = |c: &CausalChain| -> i64 {
         let sum: i64 = claims(c.cause).iter().map(|&s| pool[s]).sum();
         cap(c).map_or(sum, |k| k.min(sum))
     };
     let pots: Vec<i64> = chains.iter().map(potential).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(pots[i]));
+    order.sort_by_key(|&i| {
+        (
+            claims(chains[i].cause).len() != 1,
+            std::cmp::Reverse(pots[i]),
+        )
+    });
     for i in order {
         let c = &mut chains[i];
         if c.cause == Cause::GpuBound {
