@@ -118,7 +118,7 @@ pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
         }
         let _ = writeln!(
             s,
-            "      gaps >= 500 ms: {} ({}, {}); chunks under 50% busy: {}/{}; launches {} ({:.1}/s, {} of them with at most 65,536 threads, {} per sync); graph launches {}; syncs {}; sync copies {}; pageable async copies {}",
+            "      gaps >= 500 ms: {} ({}, {}); chunks under 50% busy: {}/{}; launches {} ({:.1}/s, {}, {} per sync); graph launches {}; syncs {}; sync copies {}; pageable async copies {}",
             p.long_gaps,
             ns(p.long_gaps_ns),
             p.utilization.basis,
@@ -126,7 +126,14 @@ pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
             p.utilization.chunks,
             count(p.launches.launches),
             p.launches.launches_per_s,
-            count(p.launches.small_launches),
+            if p.launches.mean_threads_per_launch.is_some() {
+                format!(
+                    "{} of them with at most 65,536 threads",
+                    count(p.launches.small_launches)
+                )
+            } else {
+                "launch geometry not recorded".to_string()
+            },
             p.launches
                 .launches_per_sync
                 .map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}")),
