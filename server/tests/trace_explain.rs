@@ -45,8 +45,17 @@ fn explain_names_cpu_contention_in_a_real_capture() {
     let cause = top["cause"].as_str().unwrap_or_default();
     assert!(
         cause == "dataloader_worker_contention" || cause == "cpu_contention",
-        "top chain is {cause}: {}",
-        top["summary"]
+        "top chain is {cause}: {}\nall: {}\nidle: {}",
+        top["summary"],
+        v["chains"]["chains"]
+            .as_array()
+            .map(|a| a
+                .iter()
+                .map(|c| format!("{} {} {}", c["cause"], c["severity"], c["explained_ns"]))
+                .collect::<Vec<_>>()
+                .join("; "))
+            .unwrap_or_default(),
+        v["chains"]["gpu_idle"][0]["causes"]
     );
     // The culprits are the forked workers, the victim the process calling CUDA.
     let victim = top["victim_pid"].as_i64().expect("victim");

@@ -16,7 +16,6 @@ use crate::idle::{HostWaitCauses, ProcessIdle};
 
 /// Slots of [`HostWaitCauses::labelled`], by name.
 mod slot {
-    pub const BEFORE_FIRST: usize = 0;
     pub const LAUNCH: usize = 1;
     pub const ALLOC_FREE: usize = 2;
     pub const COPIES: usize = 3;
@@ -44,7 +43,7 @@ pub fn claims(cause: Cause) -> &'static [usize] {
         Cause::MemoryPressure => &[BLOCKED, UNKNOWN],
         Cause::PageableMemcpy => &[COPIES],
         Cause::AllocationSpike | Cause::AllocatorChurn => &[ALLOC_FREE],
-        Cause::ColdStart => &[BEFORE_FIRST, LAUNCH, ALLOC_FREE, OTHER_CUDA],
+        Cause::ColdStart => &[LAUNCH, ALLOC_FREE, OTHER_CUDA],
         Cause::LaunchBound => &[LAUNCH, BETWEEN],
         Cause::SyncInLoop => &[LAUNCH, BETWEEN, COMPUTE, SYNC],
         Cause::LongBlock => &[BLOCKED, UNKNOWN, WORKERS],
@@ -188,7 +187,7 @@ fn step_time(c: &CausalChain) -> i64 {
 /// (e.g. off-CPU time with no preemption flag), so its evidence score ranks it.
 const ATTRIBUTED_MIN: f64 = 0.01;
 
-/// Ranking tier: a host-side finding that explains at least half of the
+/// Ranking tier: a host-side finding that explains at least 40% of the
 /// GPU's idle time (or costs the loop more than a quarter of its life)
 /// comes before a GPU-bound verdict, which comes before findings with
 /// attributed time, which come before those whose time this file cannot
@@ -196,7 +195,7 @@ const ATTRIBUTED_MIN: f64 = 0.01;
 fn tier(c: &CausalChain) -> u8 {
     if c.cause == Cause::GpuBound {
         2
-    } else if c.explained_share >= 0.5 || c.severity == Severity::High {
+    } else if c.explained_share >= 0.4 || c.severity == Severity::High {
         3
     } else if c.explained_share >= ATTRIBUTED_MIN || step_time(c) > 0 {
         1
