@@ -99,6 +99,15 @@ esac; done
 
 log "pack"
 cd "$OUT" && ls -la
+# At most 64 MiB come back in all: databases above ZOO_KEEP_FULL_MB (default
+# 20) are reduced to what --sample 50 would have stored (shrink_db.py; the
+# activity spans, totals, NVML and stack tables stay whole).
+for f in zoo-*.db; do
+  [ -f "$f" ] || continue
+  if [ "$(stat -c %s "$f")" -gt $(( ${ZOO_KEEP_FULL_MB:-20} * 1024 * 1024 )) ]; then
+    "$PY" "$OLDPWD/$S/zoo/shrink_db.py" "$f" "${f%.db}-s50.db" 50 && rm -f "$f"
+  fi
+done
 # At most 8 files of 16 MiB come back: the databases go in xz tarballs split
 # below that size; logs and results stay as they are.
 if command -v xz >/dev/null; then z="xz -T0 -6"; ext=xz; else z="gzip -6"; ext=gz; fi
