@@ -5,7 +5,7 @@ use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::scope::Scope;
 use crate::stats::{ops_for, OpStats, WindowInfo};
-use ingero_store::{HostKind, TraceDb};
+use ingero_store::{AggSource, HostKind, TraceDb};
 use rusqlite::params;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -146,11 +146,20 @@ pub fn per_process_in(db: &TraceDb, ds: &Dataset) -> Result<ProcessBreakdown> {
     Ok(breakdown(ds, &switches))
 }
 
+/// Raw context-switch rows read per process for the per-thread split; a
+/// process with more (a saturated DataLoader worker of a long capture) gets
+/// its GPU threads' rows only and exact process totals, so one explain
+/// stays within its time budget on 10M-event files.
+const MAX_SWITCH_ROWS_PER_PID: i64 = 100_000;
+
 /// Raw off-CPU intervals `(start, end)` per process and thread.
 struct ThreadSwitches {
     by_pid: BTreeMap<i32, BTreeMap<i32, Vec<(i64, i64)>>>,
     /// False when only the GPU threads' switches were at hand.
     every_thread: bool,
+    /// Processes whose rows were over [`MAX_SWITCH_ROWS_PER_PID`]: only
+    /// their GPU threads' switches were read.
+    capped: BTreeMap<i32, i64>,
 }
 
 impl ThreadSwitches {
@@ -166,7 +175,26 @@ impl ThreadSwitches {
             )
             .map_err(q)?;
         let mut by_pid = BTreeMap::new();
+        let mut capped = BTreeMap::new();
+        let gpu_rows = ThreadSwitches::of_gpu_threads(ds);
         for pid in in_scope(ds) {
+            let stored: i64 = ds
+                .aggs
+                .iter()
+                .filter(|a| {
+                    a.source == AggSource::Host
+                        && a.pid == pid
+                        && a.code == HostKind::SchedSwitch.id() as i64
+                })
+                .map(|a| a.stored)
+                .sum();
+            if stored > MAX_SWITCH_ROWS_PER_PID {
+                capped.insert(pid, stored);
+                if let Some(t) = gpu_rows.by_pid.get(&pid) {
+                    by_pid.insert(pid, t.clone());
+                }
+                continue;
+            }
             let mut threads: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
             let mut rows = stmt
                 .query(params![
@@ -192,6 +220,7 @@ impl ThreadSwitches {
         Ok(ThreadSwitches {
             by_pid,
             every_thread: true,
+            capped,
         })
     }
 
@@ -213,6 +242,7 @@ impl ThreadSwitches {
         ThreadSwitches {
             by_pid,
             every_thread: false,
+            capped: BTreeMap::new(),
         }
     }
 }
@@ -476,7 +506,12 @@ fn breakdown(ds: &Dataset, switches: &ThreadSwitches) -> ProcessBreakdown {
             .by_pid
             .get(&pid)
             .map_or(0, |m| m.values().map(|v| v.len() as i64).sum());
-        let threads_basis = if !switches.every_thread {
+        let threads_basis = if let Some(rows) = switches.capped.get(&pid) {
+            format!(
+                "{rows} context-switch rows, more than the {MAX_SWITCH_ROWS_PER_PID} read per \
+                 process: threads split for its GPU threads only; the process totals count every switch"
+            )
+        } else if !switches.every_thread {
             "GPU thread only: the other threads' context switches are not loaded in this view"
                 .to_string()
         } else if sw.count > raw_switches {
