@@ -5,7 +5,7 @@ use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::scope::Scope;
 use crate::stats::{ops_for, OpStats, WindowInfo};
-use ingero_store::{AggSource, HostKind, TraceDb};
+use ingero_store::{HostKind, TraceDb};
 use rusqlite::params;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -178,16 +178,7 @@ impl ThreadSwitches {
         let mut capped = BTreeMap::new();
         let gpu_rows = ThreadSwitches::of_gpu_threads(ds);
         for pid in in_scope(ds) {
-            let stored: i64 = ds
-                .aggs
-                .iter()
-                .filter(|a| {
-                    a.source == AggSource::Host
-                        && a.pid == pid
-                        && a.code == HostKind::SchedSwitch.id() as i64
-                })
-                .map(|a| a.stored)
-                .sum();
+            let stored = ds.host_totals(HostKind::SchedSwitch, Some(pid)).stored;
             if stored > MAX_SWITCH_ROWS_PER_PID {
                 capped.insert(pid, stored);
                 if let Some(t) = gpu_rows.by_pid.get(&pid) {

@@ -234,6 +234,15 @@ impl<'a> Context<'a> {
             .collect()
     }
 
+    /// DataLoader worker processes descended from `pid`, by the process tree.
+    pub fn dataloader_workers(&self, pid: i32) -> Vec<i32> {
+        self.roles
+            .iter()
+            .filter(|(p, r)| **r == Role::DataloaderWorker && self.ds.descends_from(**p, pid))
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
     /// Wall time of the main GPU thread (or the window), ns.
     pub fn wall_ns(&self) -> i64 {
         self.starvation

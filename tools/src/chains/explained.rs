@@ -56,14 +56,17 @@ pub fn claims(cause: Cause) -> &'static [usize] {
     }
 }
 
+/// The value of the evidence item `label` of `c`, ns.
+fn evidence_ns(c: &CausalChain, label: &str) -> Option<i64> {
+    c.evidence
+        .iter()
+        .find(|e| e.label == label)
+        .map(|e| e.value as i64)
+}
+
 /// A finding's own measure of its loss, where it has one (ns).
 fn cap(c: &CausalChain) -> Option<i64> {
-    let named = |l: &str| {
-        c.evidence
-            .iter()
-            .find(|e| e.label == l)
-            .map(|e| e.value as i64)
-    };
+    let named = |l: &str| evidence_ns(c, l);
     match c.cause {
         Cause::ColdStart => named("cold_excess_time"),
         Cause::WorkerForkStorm | Cause::AllocationSpike => named("excess_time"),
@@ -169,12 +172,7 @@ pub fn apportion(chains: &mut [CausalChain], idle: Option<&ProcessIdle>) -> Opti
 /// So do pageable copies: the copy calls take longer than pinned copies
 /// would, whether the busy bound counts them as GPU work or not.
 fn step_time(c: &CausalChain) -> i64 {
-    let named = |l: &str| {
-        c.evidence
-            .iter()
-            .find(|e| e.label == l)
-            .map_or(0, |e| e.value as i64)
-    };
+    let named = |l: &str| evidence_ns(c, l).unwrap_or(0);
     match c.cause {
         Cause::AllocatorChurn => named("alloc_free_time"),
         Cause::PageableMemcpy => named("excess_over_pinned"),

@@ -12,7 +12,6 @@ use super::context::Context;
 use super::measured::BusyFigure;
 use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
 use crate::format;
-use crate::processes::Role;
 use ingero_store::HostKind;
 
 const FIX_UNKNOWN: &str =
@@ -45,12 +44,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     }
     let pages = ds.host_totals(HostKind::PageAlloc, Some(main));
     // Evidence of a DataLoader: worker processes forked by the GPU process.
-    let workers: Vec<i32> = ctx
-        .roles
-        .iter()
-        .filter(|(pid, r)| **r == Role::DataloaderWorker && ds.descends_from(**pid, main))
-        .map(|(pid, _)| *pid)
-        .collect();
+    let workers = ctx.dataloader_workers(main);
     // Or Python stack samples of the GPU thread inside torch.utils.data
     // (a DataLoader fetching in the training thread, num_workers=0).
     let (in_loader, py_samples) = ds

@@ -10,7 +10,6 @@ use super::context::Context;
 use super::measured::BusyFigure;
 use super::{chain, step, CausalChain, Cause, Evidence};
 use crate::format;
-use crate::processes::Role;
 
 const FIX: &str = "Feed the loop faster: raise num_workers (up to the free cores), make \
 __getitem__ cheaper (decode or augment once ahead of time, vectorise per-sample Python), use \
@@ -26,12 +25,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     }
     let share = wait as f64 / idle.host_wait_ns as f64;
     let saturated = ctx.sat.samples > 0 && ctx.sat.share() >= 0.5;
-    let workers: Vec<i32> = ctx
-        .roles
-        .iter()
-        .filter(|(pid, r)| **r == Role::DataloaderWorker && ctx.ds.descends_from(**pid, main))
-        .map(|(pid, _)| *pid)
-        .collect();
+    let workers = ctx.dataloader_workers(main);
     if workers.is_empty() || share < 0.25 || saturated {
         return None;
     }
