@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .packed import served_name
+
 CHECKS = {"equals", "near", "contains", "count", "max_by", "culprit_role", "sql"}
 DEMOS = {"dataloader-starvation", "cpu-contention", "pageable-memcpy", "periodic-malloc-spike", "cold-start"}
 
@@ -52,7 +54,7 @@ class Case:
         if self.demo:
             return f"demo-{self.demo}.db"
         assert self.db is not None
-        return self.db.name
+        return served_name(self.db)
 
 
 def _fact(raw: dict[str, Any], where: str) -> Fact:

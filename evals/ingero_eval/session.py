@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any, AsyncIterator
 from mcp import Client, StdioServerParameters
 
 from .cases import Case
+from .packed import place
 
 # Capture tools change the machine; they are never offered or called here.
 CAPTURE_TOOLS = {"start_trace", "stop_trace", "get_trace_status"}
@@ -41,7 +41,7 @@ def prepare_library(cases: list[Case], binary: str, folder: Path) -> Path:
         else:
             assert case.db is not None
             try:
-                shutil.copyfile(case.db, dest)
+                place(case.db, dest)
             except OSError as e:
                 raise SetupError(f"{case.id}: cannot copy {case.db}: {e}") from e
     return folder
