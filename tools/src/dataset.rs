@@ -336,9 +336,9 @@ pub struct Dataset {
     /// Off-CPU stacks of the CUDA-calling threads, classified by what they
     /// waited for (empty without stack samples).
     pub waits: Vec<crate::waits::OffCpuWait>,
-    /// Python samples per thread with a `torch/utils/data` frame, and all
-    /// (empty without Python stack samples).
-    pub loader_frames: BTreeMap<(i32, i32), (u64, u64)>,
+    /// What each thread's Python stack samples show it doing, by
+    /// `(pid, tid)` (empty without Python stack samples).
+    pub py_profiles: BTreeMap<(i32, i32), crate::pyframes::PyProfile>,
     /// CPU count of the traced host, 0 when unknown.
     pub cpu_cores: i64,
     /// GPU model, empty when unknown.
@@ -591,8 +591,8 @@ impl Dataset {
         let mut waits =
             crate::waits::load(conn, window.lo_ns, window.hi_ns, pid_filter).map_err(q)?;
         waits.retain(|w| gpu_threads.contains(&(w.pid, w.tid)));
-        let loader_frames =
-            crate::waits::loader_frames(conn, window.lo_ns, window.hi_ns, pid_filter).map_err(q)?;
+        let py_profiles =
+            crate::pyframes::load(conn, window.lo_ns, window.hi_ns, pid_filter).map_err(q)?;
 
         let (cpu_cores, gpu_model): (i64, String) = conn
             .query_row(
@@ -651,7 +651,7 @@ impl Dataset {
             lifecycle,
             gpu_thread_switches,
             waits,
-            loader_frames,
+            py_profiles,
             cpu_cores,
             gpu_model,
             lost_events,

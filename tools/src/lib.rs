@@ -20,6 +20,7 @@ pub mod idle;
 pub mod library;
 pub mod percentile;
 pub mod processes;
+pub mod pyframes;
 pub mod render;
 pub mod render_stacks;
 pub mod scope;

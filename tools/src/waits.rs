@@ -162,33 +162,6 @@ pub fn load(conn: &Connection, lo: i64, hi: i64, pid: i32) -> rusqlite::Result<V
     Ok(out)
 }
 
-/// Python stack samples per thread in `[lo, hi]` (of `pid` when not 0):
-/// `(pid, tid) -> (samples with a frame from `torch/utils/data`, all)`.
-/// A DataLoader's fetch shows up as such frames in the thread that runs it.
-pub fn loader_frames(
-    conn: &Connection,
-    lo: i64,
-    hi: i64,
-    pid: i32,
-) -> rusqlite::Result<std::collections::BTreeMap<(i32, i32), (u64, u64)>> {
-    let mut stmt = conn.prepare(
-        "SELECT s.pid, s.tid, SUM(st.frames LIKE '%torch/utils/data/%'), COUNT(*) \
-         FROM stack_samples s JOIN stacks st ON st.id = s.stack_id \
-         WHERE s.kind = ?1 AND s.ts_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR s.pid = ?4) \
-         GROUP BY s.pid, s.tid",
-    )?;
-    let rows = stmt.query_map(params![StackKind::Python.id(), lo, hi, pid], |r| {
-        Ok((
-            (r.get::<_, i32>(0)?, r.get::<_, i32>(1)?),
-            (
-                r.get::<_, i64>(2)?.max(0) as u64,
-                r.get::<_, i64>(3)?.max(0) as u64,
-            ),
-        ))
-    })?;
-    rows.collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

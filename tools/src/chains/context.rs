@@ -243,6 +243,12 @@ impl<'a> Context<'a> {
             .collect()
     }
 
+    /// The idle breakdown of the main GPU process.
+    pub fn main_idle(&self) -> Option<&ProcessIdle> {
+        let main = self.main?;
+        self.idle.iter().find(|p| p.pid == main)
+    }
+
     /// Wall time of the main GPU thread (or the window), ns.
     pub fn wall_ns(&self) -> i64 {
         self.starvation

@@ -52,6 +52,7 @@ pub fn claims(cause: Cause) -> &'static [usize] {
         | Cause::HostSleep
         | Cause::WaitingForWork
         | Cause::LockWait => &[BLOCKED, UNKNOWN],
+        Cause::CompileStall => &[COMPUTE, BLOCKED, UNKNOWN, STORM],
         Cause::GpuBound => &[],
     }
 }
@@ -71,6 +72,8 @@ fn cap(c: &CausalChain) -> Option<i64> {
         Cause::ColdStart => named("cold_excess_time"),
         Cause::WorkerForkStorm | Cause::AllocationSpike => named("excess_time"),
         Cause::LongBlock => named("longest_block"),
+        Cause::CompileStall => named("compile_time"),
+        Cause::HostCompute => named("host_compute"),
         Cause::GilContention
         | Cause::BlockingIo
         | Cause::HostSleep
@@ -96,8 +99,11 @@ pub fn apportion(chains: &mut [CausalChain], idle: Option<&ProcessIdle>) -> Opti
         cap(c).map_or(sum, |k| k.min(sum))
     };
     let pots: Vec<i64> = chains.iter().map(potential).collect();
+    // The on-CPU finding with no mechanism named takes only what the
+    // identified mechanisms leave.
     order.sort_by_key(|&i| {
         (
+            chains[i].cause == Cause::HostCompute,
             claims(chains[i].cause).len() != 1,
             std::cmp::Reverse(pots[i]),
         )

@@ -22,14 +22,17 @@ const MIN_RATE: f64 = 2_000.0;
 /// Detects a loop paced by kernel launches of the main process.
 pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let main = ctx.main?;
-    let idle = ctx.idle.iter().find(|p| p.pid == main)?;
+    let idle = ctx.main_idle()?;
     let l = &idle.launches;
     let c = &idle.causes;
-    if l.launches < 1_000 || l.launches_per_s < MIN_RATE || idle.host_wait_ns <= 0 {
+    // Judge the loop: the idle before the first CUDA call (imports, set-up)
+    // and after the last are not the launch path's.
+    let loop_wait = idle.host_wait_ns - c.before_first_call_ns - c.after_last_call_ns;
+    if l.launches < 1_000 || l.launches_per_s < MIN_RATE || loop_wait <= 0 {
         return None;
     }
     let launching = c.in_launch_calls_ns + c.between_calls_ns;
-    let share = launching as f64 / idle.host_wait_ns as f64;
+    let share = launching as f64 / loop_wait as f64;
     // Geometry, where read, must say the kernels are small.
     let small_share = l.small_launches as f64 / l.launches.max(1) as f64;
     let geometry_known = l.mean_threads_per_launch.is_some();
@@ -56,13 +59,13 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         format::ns(c.between_calls_ns)
     );
     let root_cause = format!(
-        "Launch-bound loop: {main}'s GPU thread issues {} kernels ({:.0}/s, median {} inside each launch call{geometry}); each does little work, so the GPU waits for the next launch ({}). {} of the {} GPU idle time passes inside launch calls or between them.",
+        "Launch-bound loop: {main}'s GPU thread issues {} kernels ({:.0}/s, median {} inside each launch call{geometry}); each does little work, so the GPU waits for the next launch ({}). {} of the {} GPU idle time between the first and the last CUDA call passes inside launch calls or between them.",
         format::count(l.launches),
         l.launches_per_s,
         format::opt_ns(l.launch_p50_ns),
         busy.text(),
         format::ns(launching),
-        format::ns(idle.host_wait_ns)
+        format::ns(loop_wait)
     );
     let mut steps = vec![
         step("GPU", busy.text()),
@@ -81,11 +84,11 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         step(
             "HOST",
             format!(
-                "while the GPU idled: inside launch calls {}, between calls {} ({} of the {} idle)",
+                "while the GPU idled: inside launch calls {}, between calls {} ({} of the {} idle between the first and the last CUDA call)",
                 format::ns(c.in_launch_calls_ns),
                 format::ns(c.between_calls_ns),
                 format::pct(share),
-                format::ns(idle.host_wait_ns)
+                format::ns(loop_wait)
             ),
         ),
     ];

@@ -10,6 +10,7 @@
 pub mod alloc;
 pub mod blocked;
 pub mod churn;
+pub mod compile;
 pub mod contention;
 pub mod context;
 pub mod copies;
@@ -20,6 +21,7 @@ pub mod lifecycle;
 pub mod long_block;
 pub mod measured;
 pub mod memory;
+pub mod phase;
 pub mod pipeline;
 pub mod slow_workers;
 pub mod sync_loop;
@@ -84,6 +86,9 @@ pub enum Cause {
     LockWait,
     /// Every step reads a scalar back from the GPU and waits for it.
     SyncInLoop,
+    /// The job compiles (torch.compile, Triton JIT or autotuning) while the
+    /// GPU waits: compilation frames in its stacks, compiler processes.
+    CompileStall,
 }
 
 impl Cause {
@@ -111,6 +116,7 @@ impl Cause {
             Cause::WaitingForWork => "waiting_for_work",
             Cause::LockWait => "lock_wait",
             Cause::SyncInLoop => "sync_in_loop",
+            Cause::CompileStall => "compile_stall",
         }
     }
 }
@@ -255,7 +261,8 @@ pub fn chains_with_starvation(
 ) -> (ChainReport, Vec<crate::starvation::StarvationEstimate>) {
     let ctx = Context::build(ds);
     let mut chains: Vec<CausalChain> = [
-        pipeline::detect(&ctx),
+        // A loop fed by on-CPU work overall, else one on-CPU phase in it.
+        pipeline::detect(&ctx).or_else(|| phase::detect(&ctx)),
         contention::detect(&ctx),
         copies::detect(&ctx),
         churn::detect(&ctx),
@@ -270,6 +277,7 @@ pub fn chains_with_starvation(
         long_block::detect(&ctx),
         slow_workers::detect(&ctx),
         sync_loop::detect(&ctx),
+        compile::detect(&ctx),
         lifecycle::detect_cold_start(&ctx),
         lifecycle::detect_fork_storm(&ctx),
         memory::detect_page_storm(&ctx),

@@ -12,6 +12,7 @@ use super::context::Context;
 use super::measured::BusyFigure;
 use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
 use crate::format;
+use crate::pyframes::{PyActivity, PyProfile};
 use ingero_store::HostKind;
 
 const FIX_UNKNOWN: &str =
@@ -20,16 +21,28 @@ anything: record with stack samples on (ingero trace, then get_stacks for the on
 profile the loop with py-spy; then move that work off the GPU thread (into DataLoader workers, \
 vectorised tensor ops, or precomputation) or overlap it with GPU work.";
 
-const FIX: &str = "Index pre-shuffled tensors directly, or use batched sampling: for data already \
-in memory, draw one permutation per epoch (torch.randperm) and slice whole batches from the tensor \
-instead of fetching and collating samples one by one; with a Dataset, pass a BatchSampler so \
+const FIX_FRAMES: &str = "Start from the functions named: get_stacks (category on_cpu, the GPU \
+thread) shows the whole stacks behind them. Work that repeats every step can move off the GPU \
+thread (DataLoader workers, a background thread for non-Python work), become vectorised tensor \
+operations, or be computed once; a one-off phase (imports, model construction) is start-up cost: \
+keep it out of measurements or keep the process alive between jobs.";
+
+const FIX_IN_THREAD: &str = "Prepare batches off the GPU thread: give the DataLoader worker \
+processes (num_workers > 0, persistent_workers=True, a prefetch_factor) so fetch and collate \
+overlap GPU work; for data already in memory as tensors, slice whole batches instead of \
+fetching and collating sample by sample (a BatchSampler with batch_size=None on the DataLoader, \
+or indexing a shuffled index tensor).";
+
+const FIX: &str = "Make each batch cheaper to build: for data already in memory, draw one \
+permutation per epoch (torch.randperm) and slice whole batches from the tensor instead of \
+fetching and collating samples one by one; with a Dataset, pass a BatchSampler so \
 __getitem__ receives all indices of a batch at once (batch_size=None on the DataLoader).";
 
 /// Detects a GPU left idle by CPU-side input preparation in its own thread.
 pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let ds = ctx.ds;
     let main = ctx.main?;
-    let idle = ctx.idle.iter().find(|p| p.pid == main)?;
+    let idle = ctx.main_idle()?;
     let c = &idle.causes;
     let feeding = idle.host_wait_ns - c.before_first_call_ns - c.after_last_call_ns;
     // Judge the loop itself: start-up before the first CUDA call and the tail
@@ -47,12 +60,12 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let workers = ctx.dataloader_workers(main);
     // Or Python stack samples of the GPU thread inside torch.utils.data
     // (a DataLoader fetching in the training thread, num_workers=0).
-    let (in_loader, py_samples) = ds
-        .loader_frames
-        .get(&(main, idle.gpu_thread))
-        .copied()
-        .unwrap_or((0, 0));
+    let profile = ds.py_profiles.get(&(main, idle.gpu_thread));
+    let (in_loader, py_samples) =
+        profile.map_or((0, 0), |p| (p.active_of(PyActivity::Loader), p.active));
     let frames_say = py_samples >= 20 && in_loader as f64 >= 0.2 * py_samples as f64;
+    let frames_text = profile.filter(|p| p.active >= 20).map(frames_named);
+    let stacks_recorded = !ds.waits.is_empty() || profile.is_some();
     let loader = !workers.is_empty() || frames_say;
     let period = idle.step_period_ns;
     let evidence_pts = 30.0 * idle.active_idle_share
@@ -80,7 +93,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let mechanism = if loader {
         let seen = if workers.is_empty() {
             format!(
-                "{in_loader} of {py_samples} Python stack samples of the GPU thread inside torch.utils.data"
+                "{in_loader} of {py_samples} running Python stack samples of the GPU thread inside torch.utils.data"
             )
         } else {
             format!("{} worker process(es) of {main} seen", workers.len())
@@ -88,6 +101,10 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         format!(
             "host-side input pipeline (the job's DataLoader: {seen}; the per-sample fetch/collate of the batches it waits for)"
         )
+    } else if let Some(t) = &frames_text {
+        format!("no mechanism identified (no DataLoader workers or frames); the GPU thread's Python samples: {t}")
+    } else if stacks_recorded {
+        "cause not identified from this capture (no DataLoader workers, no Python samples of the GPU thread: see get_stacks for its native frames)".to_string()
     } else {
         "cause not identified from this capture (no DataLoader workers, no stack samples: record with stack samples to see the functions)".to_string()
     };
@@ -115,9 +132,14 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         )
     } else {
         format!(
-            "{main}'s GPU thread spends {} on the CPU outside CUDA calls between them{page_text}, and the GPU is left without work much of the time: {}. What that work is, this capture cannot tell: no DataLoader worker processes and no stack samples.",
+            "{main}'s GPU thread spends {} on the CPU outside CUDA calls between them{page_text}, and the GPU is left without work much of the time: {}. {}",
             format::ns(on_cpu),
-            busy.text()
+            busy.text(),
+            match &frames_text {
+                Some(t) => format!(" No DataLoader worker processes or frames; its running Python samples: {t}."),
+                None if stacks_recorded => " What that work is, this capture does not say: no DataLoader worker processes and no Python samples of the thread.".to_string(),
+                None => " What that work is, this capture cannot tell: no DataLoader worker processes and no stack samples.".to_string(),
+            }
         )
     };
     let mut steps = vec![
@@ -241,6 +263,44 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         Vec::new(),
         vec![main],
         (start, start + idle.span_ns),
-        if loader { FIX } else { FIX_UNKNOWN },
+        if !loader {
+            if frames_text.is_some() {
+                FIX_FRAMES
+            } else {
+                FIX_UNKNOWN
+            }
+        } else if workers.is_empty() {
+            FIX_IN_THREAD
+        } else {
+            FIX
+        },
     ))
+}
+
+/// What the running Python samples of the GPU thread show, as shares of
+/// them: imports and compilation where present, then the innermost
+/// functions of the rest.
+fn frames_named(p: &PyProfile) -> String {
+    let whole = p.active.max(1) as f64;
+    let pct = |n: u64| format::pct(n as f64 / whole);
+    let mut parts = Vec::new();
+    for (a, what) in [
+        (PyActivity::Import, "importing modules"),
+        (PyActivity::Compile, "compiling"),
+    ] {
+        let n = p.active_of(a);
+        if n > 0 && n as f64 >= 0.05 * whole {
+            parts.push(format!("{what} {}", pct(n)));
+        }
+    }
+    let top: Vec<String> = p
+        .top_functions
+        .iter()
+        .take(3)
+        .map(|f| format!("{} ({}) {}", f.function, f.file, pct(f.samples)))
+        .collect();
+    if !top.is_empty() {
+        parts.push(format!("innermost {}", top.join(", ")));
+    }
+    format!("{} running samples: {}", p.active, parts.join("; "))
 }

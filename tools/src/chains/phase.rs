@@ -1,0 +1,126 @@
+//! One host phase inside the loop: a single long stretch with no CUDA work
+//! at all while the GPU thread stays on the CPU (a Python pre-processing
+//! pass, an evaluation on the CPU, building the next dataset).
+//!
+//! Evidence that identifies it: the activity spans of the GPU process
+//! (every CUDA call and the work it queued) leave one gap far longer than
+//! any other, between the first and the last CUDA call, and the GPU
+//! thread's switch records put it on the CPU for nearly all of it. What
+//! it computed is not in those rows: the finding points at the stack
+//! samples of that stretch.
+
+use super::context::Context;
+use super::measured::busy_over;
+use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::format;
+use ingero_store::HostKind;
+
+const FIX: &str = "See what the GPU thread computed in that stretch (get_stacks for its window, \
+category on_cpu) before changing anything; work that need not block the GPU can run in another \
+process or thread while the GPU keeps working, be done once ahead of the loop, or run on the GPU.";
+
+/// A stretch at least this long counts.
+const MIN_PHASE_NS: i64 = 1_000_000_000;
+
+/// Detects one long on-CPU stretch of the main process's GPU thread with
+/// no CUDA work.
+pub fn detect(ctx: &Context) -> Option<CausalChain> {
+    let ds = ctx.ds;
+    let main = ctx.main?;
+    let idle = ctx.main_idle()?;
+    let tid = idle.gpu_thread;
+    let mut spans: Vec<(i64, i64)> = ds
+        .activity
+        .iter()
+        .filter(|s| s.pid == main)
+        .map(|s| (s.start_ns, s.end_ns.max(s.start_ns)))
+        .collect();
+    spans.sort_unstable();
+    let mut gaps: Vec<(i64, i64)> = Vec::new();
+    let mut reach = spans.first()?.1;
+    for &(lo, hi) in &spans[1..] {
+        if lo > reach {
+            gaps.push((reach, lo));
+        }
+        reach = reach.max(hi);
+    }
+    let active = reach - spans[0].0;
+    gaps.sort_by_key(|g| std::cmp::Reverse(g.1 - g.0));
+    let (at, end) = *gaps.first()?;
+    let dur = end - at;
+    let next = gaps.get(1).map_or(0, |g| g.1 - g.0);
+    if dur < MIN_PHASE_NS || next * 2 > dur || (dur as f64) < 0.1 * active as f64 {
+        return None;
+    }
+    let off: i64 = ds
+        .gpu_thread_switches
+        .iter()
+        .filter(|h| h.tid == tid && h.kind == HostKind::SchedSwitch && h.dur_ns > 0)
+        .map(|h| (h.ts_ns.max(at), (h.ts_ns + h.dur_ns).min(end)))
+        .filter(|(a, b)| b > a)
+        .map(|(a, b)| b - a)
+        .sum();
+    let on_cpu = dur - off;
+    if (on_cpu as f64) < 0.8 * dur as f64 {
+        return None;
+    }
+    let busy = busy_over(ctx, main, (at, end));
+    let offset = (at - ds.span.start_ns) as f64 / 1e9;
+    let summary = format!(
+        "GPU thread {tid} of {main} on the CPU for {} of one {} stretch with no CUDA work at +{offset:.1}s (the next longest gap {}) <- one host phase inside the loop; what it computed is not in these rows",
+        format::ns(on_cpu),
+        format::ns(dur),
+        format::ns(next)
+    );
+    let root_cause = format!(
+        "One host phase: between +{offset:.1}s and +{:.1}s {main} made no CUDA call and queued no GPU work while its GPU thread ran on the CPU ({} of the {}), {} of the time between its first and last CUDA call; the stack samples of that window say what it computed.",
+        (end - ds.span.start_ns) as f64 / 1e9,
+        format::ns(on_cpu),
+        format::ns(dur),
+        format::pct(dur as f64 / active.max(1) as f64)
+    );
+    let steps = vec![
+        step("GPU", busy.text()),
+        step(
+            "CUDA",
+            format!(
+                "no CUDA call or queued work of {main} for {} (the next longest gap {})",
+                format::ns(dur),
+                format::ns(next)
+            ),
+        ),
+        step(
+            "HOST",
+            format!(
+                "GPU thread {tid}: on the CPU {} of it, off it {}",
+                format::ns(on_cpu),
+                format::ns(off)
+            ),
+        ),
+    ];
+    let evidence = vec![
+        Evidence::new("phase_time", dur as f64, "ns", "activity spans"),
+        Evidence::new(
+            "host_compute",
+            on_cpu as f64,
+            "ns",
+            "activity spans and switches",
+        ),
+        Evidence::new("next_longest_gap", next as f64, "ns", "activity spans"),
+        Evidence::new("active_span", active as f64, "ns", "activity spans"),
+    ];
+    let score = 30.0 + impact_points(dur as f64 / active.max(1) as f64);
+    Some(chain(
+        ctx,
+        Cause::HostCompute,
+        score,
+        summary,
+        root_cause,
+        steps,
+        evidence,
+        Vec::new(),
+        vec![main],
+        (at, end),
+        FIX,
+    ))
+}
