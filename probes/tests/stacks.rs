@@ -145,21 +145,36 @@ fn a_cuda_thread_leaving_the_cpu_leaves_its_stack_and_off_cpu_time() {
     capture(argv, &db_path, 99, false);
     let db = TraceDb::open(&db_path).expect("open");
     let off = samples(&db, 2);
-    let blocks: Vec<_> = off
+    let in_block_fn: Vec<_> = off
         .iter()
         .filter(|(_, _, f)| {
             leaf(f, FrameKind::Native).is_some_and(|l| l.function == "ingero_block_here")
         })
         .collect();
+    // The constructed sleeps are blocks; the same function can also be
+    // preempted on its way into or out of the syscall (a busy machine):
+    // those are switch-outs too, marked as preemptions, and are not the
+    // sleeps.
+    let (blocks, preempted): (Vec<_>, Vec<_>) = in_block_fn
+        .into_iter()
+        .partition(|(_, state, _)| *state == 0);
     assert!(
         blocks.len() >= 28,
-        "{} of 30 blocks; {} off-CPU samples",
+        "{} of 30 blocks; {} preempted there; {} off-CPU samples",
         blocks.len(),
+        preempted.len(),
         off.len()
     );
-    for (off_ns, state, frames) in &blocks {
-        assert!(*off_ns >= 15_000_000, "blocked {off_ns} ns");
-        assert_eq!(*state, 0, "a sleep is a block, not a preemption");
+    assert!(blocks.len() <= 30, "{} blocks of 30 sleeps", blocks.len());
+    for (_, state, _) in &preempted {
+        assert_eq!(*state, 1, "a switch-out is a block or a preemption");
+    }
+    for (off_ns, _, frames) in &blocks {
+        assert!(
+            *off_ns >= 15_000_000,
+            "blocked {off_ns} ns in a 20 ms sleep: {:?}",
+            frames.iter().map(|f| &f.function).collect::<Vec<_>>()
+        );
         let kernel = frames
             .iter()
             .take_while(|f| f.kind == FrameKind::Kernel)
