@@ -52,15 +52,21 @@ const COMPILE_FILES: &[&str] = &[
 /// The activity one stack (innermost frame first) shows.
 pub fn classify(frames: &[StackFrame]) -> PyActivity {
     let py = || frames.iter().filter(|f| f.kind == FrameKind::Python);
-    let compiling = py().any(|f| {
+    // A compiler's module body running is its import, not a compilation.
+    let compiling = py().filter(|f| f.function != "<module>").any(|f| {
         COMPILE_FILES.iter().any(|c| f.file.contains(c))
             || (f.file.contains("triton/runtime/autotuner.py") && f.function.contains("bench"))
             || (f.file.contains("torch/_inductor/cudagraph_trees.py")
                 && f.function.contains("record"))
     });
-    if compiling {
+    let importing = py().any(|f| f.file.starts_with("<frozen importlib"));
+    // An import inside a call of a compiled function (under dynamo's
+    // wrapper) is the first call loading the compiler: compile time.
+    let first_compiled_call =
+        importing && py().any(|f| f.file.contains("torch/_dynamo/eval_frame.py"));
+    if compiling || first_compiled_call {
         PyActivity::Compile
-    } else if py().any(|f| f.file.starts_with("<frozen importlib")) {
+    } else if importing {
         PyActivity::Import
     } else if py().any(|f| f.file.contains("torch/utils/data/")) {
         PyActivity::Loader
@@ -78,6 +84,19 @@ pub struct PyFunction {
     pub file: String,
     /// Samples with this function innermost.
     pub samples: u64,
+}
+
+/// One stored Python sample of a thread, reduced to what the profiles use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PySample {
+    /// When it was taken, epoch ns.
+    pub ts_ns: i64,
+    /// What its stack shows.
+    pub activity: PyActivity,
+    /// Running or runnable in the sampler's judgement.
+    pub active: bool,
+    /// Index of its innermost Python function in [`PyProfile::functions`].
+    pub leaf: Option<u32>,
 }
 
 /// Python samples of one thread in the window, by activity.
@@ -98,6 +117,10 @@ pub struct PyProfile {
     /// The innermost functions of the running samples outside imports and
     /// compilation, most frequent first (at most five).
     pub top_functions: Vec<PyFunction>,
+    /// Every sample, in time order (for profiles of a part of the window).
+    pub timeline: Vec<PySample>,
+    /// Innermost functions (function, short file) the samples point at.
+    pub functions: Vec<(String, String)>,
 }
 
 impl PyProfile {
@@ -118,6 +141,89 @@ impl PyProfile {
     pub fn time_of(&self, a: PyActivity) -> i64 {
         (self.of(a) as f64 * self.sample_ns) as i64
     }
+
+    /// What the running samples show, as shares of them: imports and
+    /// compilation where present, then the innermost functions of the rest.
+    pub fn describe(&self) -> String {
+        let whole = self.active.max(1) as f64;
+        let pct = |n: u64| crate::format::pct(n as f64 / whole);
+        let mut parts = Vec::new();
+        for (a, what) in [
+            (PyActivity::Import, "importing modules"),
+            (PyActivity::Compile, "compiling"),
+        ] {
+            let n = self.active_of(a);
+            if n > 0 && n as f64 >= 0.05 * whole {
+                parts.push(format!("{what} {}", pct(n)));
+            }
+        }
+        let top: Vec<String> = self
+            .top_functions
+            .iter()
+            .take(3)
+            .map(|f| format!("{} ({}) {}", f.function, f.file, pct(f.samples)))
+            .collect();
+        if !top.is_empty() {
+            parts.push(format!("innermost {}", top.join(", ")));
+        }
+        format!("{} running samples: {}", self.active, parts.join("; "))
+    }
+
+    /// The same thread's profile over `[lo, hi]` only.
+    pub fn within(&self, lo: i64, hi: i64) -> PyProfile {
+        let a = self.timeline.partition_point(|s| s.ts_ns < lo);
+        let b = self.timeline.partition_point(|s| s.ts_ns <= hi);
+        summarise(
+            self.timeline[a..b.max(a)].to_vec(),
+            self.functions.clone(),
+            self.sample_ns,
+        )
+    }
+}
+
+/// Counts a thread's samples into its profile.
+fn summarise(
+    timeline: Vec<PySample>,
+    functions: Vec<(String, String)>,
+    sample_ns: f64,
+) -> PyProfile {
+    let mut p = PyProfile {
+        sample_ns,
+        ..PyProfile::default()
+    };
+    let mut leaves: HashMap<u32, u64> = HashMap::new();
+    for s in &timeline {
+        let name = activity_name(s.activity);
+        p.samples += 1;
+        *p.by_activity.entry(name).or_default() += 1;
+        if s.active {
+            p.active += 1;
+            *p.active_by_activity.entry(name).or_default() += 1;
+            if matches!(s.activity, PyActivity::Loader | PyActivity::Other) {
+                if let Some(l) = s.leaf {
+                    *leaves.entry(l).or_default() += 1;
+                }
+            }
+        }
+    }
+    let mut top: Vec<PyFunction> = leaves
+        .into_iter()
+        .filter_map(|(l, samples)| {
+            functions
+                .get(l as usize)
+                .map(|(function, file)| PyFunction {
+                    function: function.clone(),
+                    file: file.clone(),
+                    samples,
+                })
+        })
+        .collect();
+    top.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
+    top.truncate(5);
+    p.top_functions = top;
+    p.timeline = timeline;
+    p.functions = functions;
+    p
 }
 
 /// Stable name of an activity.
@@ -173,68 +279,65 @@ pub fn load(
             scale.insert(key, count as f64 / stored as f64);
         }
     }
+    // Each distinct stack once: its activity and innermost function.
+    let mut stacks: HashMap<i64, (PyActivity, Option<u32>)> = HashMap::new();
+    let mut functions: Vec<(String, String)> = Vec::new();
+    let mut index: HashMap<(String, String), u32> = HashMap::new();
     let mut stmt = conn.prepare(
-        "SELECT s.pid, s.tid, s.stack_id, s.state = 1, COUNT(*), st.frames \
-         FROM stack_samples s JOIN stacks st ON st.id = s.stack_id \
-         WHERE s.kind = ?1 AND s.ts_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR s.pid = ?4) \
-         GROUP BY s.pid, s.tid, s.stack_id, s.state = 1",
+        "SELECT DISTINCT st.id, st.frames FROM stack_samples s JOIN stacks st ON st.id = s.stack_id \
+         WHERE s.kind = ?1 AND s.ts_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR s.pid = ?4)",
+    )?;
+    let rows = stmt.query_map(params![kind, lo, hi, pid], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+    })?;
+    for row in rows {
+        let (id, text) = row?;
+        let frames = parse_frames(&text).unwrap_or_default();
+        let leaf = frames
+            .iter()
+            .find(|f| f.kind == FrameKind::Python)
+            .map(|f| {
+                let key = (f.function.clone(), short_file(&f.file));
+                *index.entry(key.clone()).or_insert_with(|| {
+                    functions.push(key);
+                    (functions.len() - 1) as u32
+                })
+            });
+        stacks.insert(id, (classify(&frames), leaf));
+    }
+    let mut stmt = conn.prepare(
+        "SELECT pid, tid, ts_ns, state = 1, stack_id FROM stack_samples \
+         WHERE kind = ?1 AND ts_ns BETWEEN ?2 AND ?3 AND (?4 = 0 OR pid = ?4) ORDER BY ts_ns",
     )?;
     let rows = stmt.query_map(params![kind, lo, hi, pid], |r| {
         Ok((
             (r.get::<_, i32>(0)?, r.get::<_, i32>(1)?),
             r.get::<_, i64>(2)?,
             r.get::<_, bool>(3)?,
-            r.get::<_, i64>(4)?.max(0) as u64,
-            r.get::<_, String>(5)?,
+            r.get::<_, i64>(4)?,
         ))
     })?;
-    let mut parsed: HashMap<i64, (PyActivity, Option<(String, String)>)> = HashMap::new();
-    let mut leaves: BTreeMap<(i32, i32), HashMap<(String, String), u64>> = BTreeMap::new();
-    let mut out: BTreeMap<(i32, i32), PyProfile> = BTreeMap::new();
+    let mut timelines: BTreeMap<(i32, i32), Vec<PySample>> = BTreeMap::new();
     for row in rows {
-        let (key, stack_id, active, n, text) = row?;
-        let (activity, leaf) = parsed
-            .entry(stack_id)
-            .or_insert_with(|| {
-                let frames = parse_frames(&text).unwrap_or_default();
-                let leaf = frames
-                    .iter()
-                    .find(|f| f.kind == FrameKind::Python)
-                    .map(|f| (f.function.clone(), short_file(&f.file)));
-                (classify(&frames), leaf)
-            })
-            .clone();
-        let p = out.entry(key).or_default();
-        let name = activity_name(activity);
-        p.samples += n;
-        *p.by_activity.entry(name).or_default() += n;
-        if active {
-            p.active += n;
-            *p.active_by_activity.entry(name).or_default() += n;
-            if matches!(activity, PyActivity::Loader | PyActivity::Other) {
-                if let Some(l) = leaf {
-                    *leaves.entry(key).or_default().entry(l).or_default() += n;
-                }
-            }
-        }
+        let (key, ts_ns, active, stack_id) = row?;
+        let (activity, leaf) = stacks
+            .get(&stack_id)
+            .copied()
+            .unwrap_or((PyActivity::Other, None));
+        timelines.entry(key).or_default().push(PySample {
+            ts_ns,
+            activity,
+            active,
+            leaf,
+        });
     }
-    for (key, p) in out.iter_mut() {
-        p.sample_ns = period_ns * scale.get(key).copied().unwrap_or(1.0);
-        if let Some(l) = leaves.remove(key) {
-            let mut v: Vec<PyFunction> = l
-                .into_iter()
-                .map(|((function, file), samples)| PyFunction {
-                    function,
-                    file,
-                    samples,
-                })
-                .collect();
-            v.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.function.cmp(&b.function)));
-            v.truncate(5);
-            p.top_functions = v;
-        }
-    }
-    Ok(out)
+    Ok(timelines
+        .into_iter()
+        .map(|(key, t)| {
+            let sample_ns = period_ns * scale.get(&key).copied().unwrap_or(1.0);
+            (key, summarise(t, functions.clone(), sample_ns))
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -283,6 +386,24 @@ mod tests {
             py("train.py", "<module>"),
         ];
         assert_eq!(classify(&import), PyActivity::Import);
+        // Importing the compiler is not compiling.
+        let import_compiler = [
+            py(&format!("{sp}torch/_dynamo/convert_frame.py"), "<module>"),
+            py("<frozen importlib._bootstrap>", "_find_and_load"),
+            py(&format!("{sp}torch/optim/sgd.py"), "SGD.__init__"),
+        ];
+        assert_eq!(classify(&import_compiler), PyActivity::Import);
+        // The first call of a compiled function loading the compiler is.
+        let first_call = [
+            py(&format!("{sp}torch/_inductor/compile_fx.py"), "<module>"),
+            py("<frozen importlib._bootstrap>", "_find_and_load"),
+            py(
+                &format!("{sp}torch/_dynamo/eval_frame.py"),
+                "compile_wrapper",
+            ),
+            py("train.py", "step"),
+        ];
+        assert_eq!(classify(&first_call), PyActivity::Compile);
         let fetch = [
             py(&format!("{sp}torch/utils/data/_utils/fetch.py"), "fetch"),
             py("train.py", "main"),

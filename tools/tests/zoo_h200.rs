@@ -743,3 +743,30 @@ fn compile_time_found_is_near_the_compile_phases_the_workload_timed() {
         "the finding counts the thread's Python samples of the window"
     );
 }
+
+#[test]
+fn the_python_phase_of_mixed_phases_is_named_by_its_own_function() {
+    // mixed_phases runs 3 s of pure Python (zoo.py's host_compute) between
+    // two GPU-bound phases: the phase finding names that function from the
+    // thread's Python samples of the stretch.
+    let (_tmp, path) = unpack("mixed_phases-s50");
+    let db = TraceDb::open(&path).expect("open");
+    let r = ingero_tools::explain::explain(&db, &Scope::ALL).expect("explain");
+    let top = &r.chains.chains[0];
+    assert_eq!(top.cause.name(), "host_compute");
+    assert!(
+        top.summary.contains("host_compute (") && top.summary.contains("zoo.py"),
+        "{}",
+        top.summary
+    );
+    let phase = top
+        .evidence
+        .iter()
+        .find(|e| e.label == "phase_time")
+        .expect("phase_time")
+        .value;
+    assert!(
+        (phase - 3e9).abs() < 0.3e9,
+        "phase {phase} ns, built as 3 s"
+    );
+}

@@ -66,18 +66,33 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     }
     let busy = busy_over(ctx, main, (at, end));
     let offset = (at - ds.span.start_ns) as f64 / 1e9;
+    // What the thread's Python samples of that stretch show, where taken.
+    let frames = ds
+        .py_profiles
+        .get(&(main, tid))
+        .map(|p| p.within(at, end))
+        .filter(|p| p.active >= 20)
+        .map(|p| p.describe());
+    let what = frames.as_ref().map_or_else(
+        || "what it computed is not in these rows".to_string(),
+        |f| format!("its Python samples there: {f}"),
+    );
     let summary = format!(
-        "GPU thread {tid} of {main} on the CPU for {} of one {} stretch with no CUDA work at +{offset:.1}s (the next longest gap {}) <- one host phase inside the loop; what it computed is not in these rows",
+        "GPU thread {tid} of {main} on the CPU for {} of one {} stretch with no CUDA work at +{offset:.1}s (the next longest gap {}) <- one host phase inside the loop; {what}",
         format::ns(on_cpu),
         format::ns(dur),
         format::ns(next)
     );
     let root_cause = format!(
-        "One host phase: between +{offset:.1}s and +{:.1}s {main} made no CUDA call and queued no GPU work while its GPU thread ran on the CPU ({} of the {}), {} of the time between its first and last CUDA call; the stack samples of that window say what it computed.",
+        "One host phase: between +{offset:.1}s and +{:.1}s {main} made no CUDA call and queued no GPU work while its GPU thread ran on the CPU ({} of the {}), {} of the time between its first and last CUDA call; {}",
         (end - ds.span.start_ns) as f64 / 1e9,
         format::ns(on_cpu),
         format::ns(dur),
-        format::pct(dur as f64 / active.max(1) as f64)
+        format::pct(dur as f64 / active.max(1) as f64),
+        frames.as_ref().map_or_else(
+            || "the stack samples of that window would say what it computed.".to_string(),
+            |f| format!("its Python samples there: {f}."),
+        )
     );
     let steps = vec![
         step("GPU", busy.text()),

@@ -64,7 +64,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let (in_loader, py_samples) =
         profile.map_or((0, 0), |p| (p.active_of(PyActivity::Loader), p.active));
     let frames_say = py_samples >= 20 && in_loader as f64 >= 0.2 * py_samples as f64;
-    let frames_text = profile.filter(|p| p.active >= 20).map(frames_named);
+    let frames_text = profile.filter(|p| p.active >= 20).map(PyProfile::describe);
     let stacks_recorded = !ds.waits.is_empty() || profile.is_some();
     let loader = !workers.is_empty() || frames_say;
     let period = idle.step_period_ns;
@@ -275,32 +275,4 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             FIX
         },
     ))
-}
-
-/// What the running Python samples of the GPU thread show, as shares of
-/// them: imports and compilation where present, then the innermost
-/// functions of the rest.
-fn frames_named(p: &PyProfile) -> String {
-    let whole = p.active.max(1) as f64;
-    let pct = |n: u64| format::pct(n as f64 / whole);
-    let mut parts = Vec::new();
-    for (a, what) in [
-        (PyActivity::Import, "importing modules"),
-        (PyActivity::Compile, "compiling"),
-    ] {
-        let n = p.active_of(a);
-        if n > 0 && n as f64 >= 0.05 * whole {
-            parts.push(format!("{what} {}", pct(n)));
-        }
-    }
-    let top: Vec<String> = p
-        .top_functions
-        .iter()
-        .take(3)
-        .map(|f| format!("{} ({}) {}", f.function, f.file, pct(f.samples)))
-        .collect();
-    if !top.is_empty() {
-        parts.push(format!("innermost {}", top.join(", ")));
-    }
-    format!("{} running samples: {}", p.active, parts.join("; "))
 }
