@@ -223,15 +223,39 @@ pub struct ProcessIdle {
     pub comm: String,
     /// The thread that spent most time inside CUDA calls.
     pub gpu_thread: i32,
+    /// Idle share of the process's whole lifetime in the window
+    /// (host_wait / span): the figure to lead with (a lower bound when
+    /// `busy_is_upper_bound`).
+    pub idle_share: f64,
     /// Lifetime of the process within the window, ns.
     pub span_ns: i64,
+    /// GPU without work from this process (span - busy), ns.
+    pub host_wait_ns: i64,
+    /// What the GPU thread was doing while the GPU idled.
+    pub causes: HostWaitCauses,
+    /// GPU busy for this process, ns: measured by NVML, or the host-side
+    /// upper bound where the capture has no samples.
+    pub busy_ns: i64,
     /// Where `busy_ns` comes from.
     pub busy_source: BusySource,
     /// True when `busy_ns` is an upper bound (no GPU samples), not a measurement.
     pub busy_is_upper_bound: bool,
-    /// GPU busy for this process, ns: measured by NVML, or the host-side
-    /// upper bound where the capture has no samples.
-    pub busy_ns: i64,
+    /// Idle share between the first and the last CUDA call only
+    /// (host_wait within `active_span_ns`): start-up before the first call
+    /// and the tail after the last one left out; not the lifetime share.
+    pub active_idle_share: f64,
+    /// From the first CUDA call to the end of the last one, ns.
+    pub active_span_ns: i64,
+    /// Idle gaps of at least 500 ms (NVML periods at 0% where sampled, else
+    /// stretches with no CUDA activity of the process).
+    pub long_gaps: usize,
+    /// Their total, ns.
+    pub long_gaps_ns: i64,
+    /// Median time between successive synchronisations (one training step when
+    /// the loop syncs once per step), ns.
+    pub step_period_ns: Option<i64>,
+    /// Time inside outer CUDA calls, summed over the process's threads, ns.
+    pub api_ns: i64,
     /// The host-side upper bound on busy (inside CUDA calls or with queued
     /// work outstanding), ns, whatever the source of `busy_ns`.
     pub host_bound_busy_ns: i64,
@@ -242,33 +266,11 @@ pub struct ProcessIdle {
     /// Other processes that kept the same GPU busy, when device samples
     /// (which count them too) stand in for per-process ones.
     pub others_on_gpu: Vec<i32>,
-    /// Time inside outer CUDA calls, summed over the process's threads, ns.
-    pub api_ns: i64,
-    /// GPU without work from this process (span - busy), ns.
-    pub host_wait_ns: i64,
-    /// host_wait / span: idle share of the lifetime (a lower bound when
-    /// `busy_is_upper_bound`).
-    pub idle_share: f64,
-    /// From the first CUDA call to the end of the last one, ns.
-    pub active_span_ns: i64,
-    /// Idle share within that active span: start-up before the first call and
-    /// the tail after the last one left out.
-    pub active_idle_share: f64,
-    /// What the GPU thread was doing while the GPU idled.
-    pub causes: HostWaitCauses,
-    /// Idle gaps of at least 500 ms (NVML periods at 0% where sampled, else
-    /// stretches with no CUDA activity of the process).
-    pub long_gaps: usize,
-    /// Their total, ns.
-    pub long_gaps_ns: i64,
     /// The longest of them.
     pub longest_gaps: Vec<IdleGap>,
     /// Stretches of at least 500 ms with no CUDA call and no queued work of
     /// the process (exact, whatever the sampling).
     pub host_gaps: usize,
-    /// Median time between successive synchronisations (one training step when
-    /// the loop syncs once per step), ns.
-    pub step_period_ns: Option<i64>,
     /// Utilisation over 30 chunks.
     pub utilization: Utilization,
     /// Launch statistics.
