@@ -18,6 +18,7 @@ pub mod decode;
 pub mod discovery;
 mod elf;
 pub mod error;
+pub mod gpu_processes;
 pub mod histogram;
 mod holder;
 pub mod launch;

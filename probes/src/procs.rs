@@ -16,6 +16,11 @@ fn stat(pid: i32) -> Option<(i32, String)> {
     Some((ppid, comm))
 }
 
+/// The parent of `pid`, while it exists.
+pub fn parent(pid: i32) -> Option<i32> {
+    stat(pid).map(|(ppid, _)| ppid)
+}
+
 /// Command line with NULs turned into spaces; empty for kernel threads.
 pub fn cmdline(pid: i32) -> String {
     fs::read(format!("/proc/{pid}/cmdline"))

@@ -17,7 +17,15 @@
  *                                 100): older ones are gone, as in the driver
  *   STANDIN_NVML_NOT_SUPPORTED=LIST  fields that answer NVML_ERROR_NOT_SUPPORTED,
  *                                 among memory, pcie, clock, power, throttle,
- *                                 samples, process
+ *                                 samples, process, compute
+ *   STANDIN_NVML_COMPUTE=LIST     "PID:BYTES,PID:BYTES": compute processes of
+ *                                 device 0 and the GPU memory each holds
+ *                                 (BYTES -1: the driver does not say)
+ *
+ * Like the real library, nvmlInit* and nvmlShutdown are counted: only the
+ * first nvmlInit reads the environment and only the last nvmlShutdown ends
+ * it, so two users in one process (a capture's sampler and a process
+ * listing) do not reset each other.
  *
  * Samples are laid on a grid from the nvmlInit time t0 (gettimeofday, as
  * the driver stamps them): device sample k is stamped t0 + (k+1) * period
@@ -126,6 +134,21 @@ struct pid_util {
 	unsigned int pid, sm, mem;
 };
 
+struct compute_proc {
+	unsigned int pid;
+	unsigned long long bytes;
+};
+
+/* nvmlProcessInfo_t as nvmlDeviceGetComputeRunningProcesses_v3 fills it. */
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId;
+	unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+#define NVML_VALUE_NOT_AVAILABLE_ULL 0xFFFFFFFFFFFFFFFFULL
+
 static struct {
 	int ready;
 	unsigned long long t0_us;
@@ -136,6 +159,9 @@ static struct {
 	struct pattern util, mem_util;
 	struct pid_util pids[MAX_PIDS];
 	unsigned int npids;
+	struct compute_proc compute[MAX_PIDS];
+	unsigned int ncompute;
+	unsigned int inits;
 	char not_supported[256];
 	struct standin_device handles[MAX_DEVICES];
 } st;
@@ -214,6 +240,26 @@ static void load_pids(void)
 	}
 }
 
+static void load_compute(void)
+{
+	const char *v = getenv("STANDIN_NVML_COMPUTE");
+	st.ncompute = 0;
+	while (v && *v && st.ncompute < MAX_PIDS) {
+		unsigned int pid;
+		long long bytes;
+		int used = 0;
+		if (sscanf(v, "%u:%lld%n", &pid, &bytes, &used) != 2)
+			break;
+		st.compute[st.ncompute].pid = pid;
+		st.compute[st.ncompute].bytes =
+			bytes < 0 ? NVML_VALUE_NOT_AVAILABLE_ULL : (unsigned long long)bytes;
+		st.ncompute++;
+		v += used;
+		if (*v == ',')
+			v++;
+	}
+}
+
 /* Whether `field` is listed in STANDIN_NVML_NOT_SUPPORTED. */
 static int unsupported(const char *field)
 {
@@ -234,6 +280,10 @@ static nvmlReturn_t init(void)
 	const char *fail = getenv("STANDIN_NVML_FAIL");
 	if (fail && strcmp(fail, "init") == 0)
 		return NVML_ERROR_DRIVER_NOT_LOADED;
+	if (st.ready) {
+		st.inits++;
+		return NVML_SUCCESS;
+	}
 	long devices = env_long("STANDIN_NVML_DEVICES", 1);
 	st.devices = (unsigned int)(devices < 0 ? 0 : devices > MAX_DEVICES ? MAX_DEVICES : devices);
 	long period = env_long("STANDIN_NVML_PERIOD_MS", 200);
@@ -245,12 +295,14 @@ static nvmlReturn_t init(void)
 	load_pattern("STANDIN_NVML_UTIL", &st.util);
 	load_pattern("STANDIN_NVML_MEM_UTIL", &st.mem_util);
 	load_pids();
+	load_compute();
 	const char *ns = getenv("STANDIN_NVML_NOT_SUPPORTED");
 	snprintf(st.not_supported, sizeof(st.not_supported), "%s", ns ? ns : "");
 	for (unsigned int i = 0; i < MAX_DEVICES; i++)
 		st.handles[i].index = i;
 	st.t0_us = now_us();
 	st.ready = 1;
+	st.inits = 1;
 	return NVML_SUCCESS;
 }
 
@@ -274,7 +326,8 @@ nvmlReturn_t nvmlShutdown(void)
 {
 	if (!st.ready)
 		return NVML_ERROR_UNINITIALIZED;
-	st.ready = 0;
+	if (--st.inits == 0)
+		st.ready = 0;
 	return NVML_SUCCESS;
 }
 
@@ -570,5 +623,28 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 	unsigned long long k = top < 0 ? 0 : (unsigned long long)top;
 	util->gpu = st.util.values[k % st.util.len];
 	util->memory = st.mem_util.values[k % st.mem_util.len];
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+						     nvmlProcessInfo_t *infos)
+{
+	struct standin_device *d = dev(device);
+	if (!d || !infoCount)
+		return d ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
+	if (unsupported("compute"))
+		return NVML_ERROR_NOT_SUPPORTED;
+	unsigned int n = d->index == 0 ? st.ncompute : 0;
+	if (!infos || *infoCount < n) {
+		*infoCount = n;
+		return n == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		infos[i].pid = st.compute[i].pid;
+		infos[i].usedGpuMemory = st.compute[i].bytes;
+		infos[i].gpuInstanceId = 0xFFFFFFFFu;
+		infos[i].computeInstanceId = 0xFFFFFFFFu;
+	}
+	*infoCount = n;
 	return NVML_SUCCESS;
 }
