@@ -16,10 +16,12 @@ from mcp import Client, StdioServerParameters
 from .cases import Case
 from .packed import place
 
-# Capture tools change the machine; they are never offered or called here.
-CAPTURE_TOOLS = {"start_trace", "stop_trace", "get_trace_status"}
-# Arguments the tool-mode investigation passes beyond `db`.
-EXTRA_ARGS: dict[str, dict[str, Any]] = {"get_events": {"limit": 20}}
+# Capture tools read or change the machine, not a database; they are never
+# offered or called here.
+CAPTURE_TOOLS = {"list_gpu_processes", "start_trace", "stop_trace", "get_trace_status"}
+# Arguments the tool-mode investigation passes beyond `db`: the whole chain
+# report, since facts may sit in any finding's evidence.
+EXTRA_ARGS: dict[str, dict[str, Any]] = {"get_events": {"limit": 20}, "get_causal_chains": {"detail": "full"}}
 
 
 class SetupError(RuntimeError):

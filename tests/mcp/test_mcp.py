@@ -84,6 +84,18 @@ def cli_json(binary: str, *args: str) -> Any:
     return json.loads(out.stdout)
 
 
+def covers(mcp: Any, cli: Any) -> bool:
+    """Whether an MCP result carries the CLI's JSON: every field with the
+    same value. MCP results may add readable companions beside raw numbers
+    (`span` beside `span_ns`) and a headline; nothing the CLI says may
+    differ or be missing."""
+    if isinstance(cli, dict):
+        return isinstance(mcp, dict) and all(k in mcp and covers(mcp[k], v) for k, v in cli.items())
+    if isinstance(cli, list):
+        return isinstance(mcp, list) and len(mcp) == len(cli) and all(covers(a, b) for a, b in zip(mcp, cli))
+    return mcp == cli
+
+
 def text_of(result: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
@@ -223,6 +235,8 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
             args: dict[str, Any] = {"db": dbname}
             if tool == "get_events":
                 args["limit"] = 20
+            if tool == "get_causal_chains":
+                args["detail"] = "full"
             r = await c.call_tool(tool, args)
             ok = not r.is_error and r.structured_content is not None
             C.ok(f"{label}: {tool} on {dbname}", ok, text_of(r)[:300])
@@ -232,6 +246,14 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
             err = validate(schemas[tool], r.structured_content)
             C.ok(f"{label}: {tool} on {dbname} matches outputSchema", err is None, err)
             C.ok(f"{label}: {tool} on {dbname} has text", len(text_of(r)) > 20, text_of(r)[:100])
+        r = await c.call_tool("get_causal_chains", {"db": dbname})
+        brief = r.structured_content or {}
+        C.ok(f"{label}: get_causal_chains brief on {dbname} matches outputSchema",
+             not r.is_error and validate(schemas["get_causal_chains"], brief) is None,
+             validate(schemas["get_causal_chains"], brief) if not r.is_error else text_of(r)[:300])
+        C.ok(f"{label}: get_causal_chains brief on {dbname}: headline first, text within 4,000 characters",
+             list(brief)[:2] == ["headline", "detail"] and brief.get("detail") == "brief" and len(text_of(r)) <= 4000,
+             f"keys {list(brief)[:4]}, text {len(text_of(r))} characters")
         r = await c.call_tool("get_timeline_chart", {"db": dbname, "width": 900, "height": 500})
         images = [b for b in r.content if getattr(b, "type", "") == "image"]
         svg = base64.b64decode(images[0].data).decode() if images else ""
@@ -239,22 +261,22 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
              not r.is_error and len(images) == 1 and images[0].mime_type == "image/svg+xml" and svg.lstrip().startswith("<svg") and 'width="900"' in svg,
              text_of(r)[:200])
         if "explain" in results:
-            C.ok(f"{label}: explain == ingero explain --json ({dbname})", results["explain"] == report, "reports differ")
+            C.ok(f"{label}: explain == ingero explain --json ({dbname})", covers(results["explain"], report), "reports differ")
         for tool, key in [("get_trace_stats", "stats"), ("get_causal_chains", "chains"), ("get_per_process_breakdown", "processes")]:
             if tool in results:
-                C.ok(f"{label}: {tool} == explain.{key} ({dbname})", results[tool] == report[key], "differs")
+                C.ok(f"{label}: {tool} == explain.{key} ({dbname})", covers(results[tool], report[key]), "differs")
         if "get_events" in results:
             page = cli_json(binary, "query", "--db", real, "--limit", "20")
             C.ok(f"{label}: get_events == ingero query --json ({dbname})", results["get_events"] == page, "differs")
         # Windowed and per-process scopes agree with the CLI too.
         windowed = cli_json(binary, "explain", "--db", real, "--since", "30s")
         r = await c.call_tool("get_trace_stats", {"db": dbname, "since": "30s"})
-        C.ok(f"{label}: since=30s == explain --since 30s ({dbname})", not r.is_error and r.structured_content == windowed["stats"], text_of(r)[:200])
+        C.ok(f"{label}: since=30s == explain --since 30s ({dbname})", not r.is_error and covers(r.structured_content, windowed["stats"]), text_of(r)[:200])
         main_pid = next((p["pid"] for p in report["processes"]["processes"] if p.get("cuda_calls", p.get("cuda", 0))), None)
         if main_pid is not None:
             per_pid = cli_json(binary, "explain", "--db", real, "--pid", str(main_pid))
             r = await c.call_tool("get_per_process_breakdown", {"db": dbname, "pid": main_pid})
-            C.ok(f"{label}: pid={main_pid} == explain --pid ({dbname})", not r.is_error and r.structured_content == per_pid["processes"], text_of(r)[:200])
+            C.ok(f"{label}: pid={main_pid} == explain --pid ({dbname})", not r.is_error and covers(r.structured_content, per_pid["processes"]), text_of(r)[:200])
         r = await c.call_tool("get_timeline", {"db": dbname, "bucket": "10s"})
         C.ok(f"{label}: timeline bucket=10s ({dbname})", not r.is_error and validate(schemas["get_timeline"], r.structured_content) is None, text_of(r)[:200])
         r = await c.call_tool("run_sql", {"db": dbname, "sql": "SELECT COUNT(*) AS n FROM cuda_calls"})

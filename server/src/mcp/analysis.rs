@@ -1,9 +1,11 @@
 //! Analysis tools: thin adapters from MCP arguments to `ingero-tools`
 //! functions. No analysis happens here.
 
+use super::chains_view::{ChainsView, Detail};
+use super::readable;
 use super::server::{failure, structured, IngeroMcp};
 use ingero_store::{parse_duration_ns, TimeWindow};
-use ingero_tools::chains::{causal_chains, ChainReport};
+use ingero_tools::chains::causal_chains;
 use ingero_tools::events::{query_events, EventPage, EventQuery};
 use ingero_tools::explain::{explain, Report};
 use ingero_tools::processes::{per_process, ProcessBreakdown};
@@ -19,6 +21,7 @@ use rmcp::service::RequestContext;
 use rmcp::{tool, tool_router, ErrorData, RoleServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Arguments of `get_timeline_chart`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -65,6 +68,16 @@ pub struct ScopeArgs {
     pub pid: Option<i32>,
     /// Database to read (a name from list_databases); the session's current database when absent.
     pub db: Option<String>,
+}
+
+/// Arguments of `get_causal_chains`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ChainsArgs {
+    /// Window, process and database.
+    #[serde(flatten)]
+    pub scope: ScopeArgs,
+    /// "brief" (default, about 4,000 characters): the headline, each process's idle split, every finding ranked with the share of the idle time it explains, and the top finding's root cause, evidence and fix. "full": every finding's steps, evidence and fix, rule checks, gaps, launch/sync/stream statistics and CUDA symptoms.
+    pub detail: Option<Detail>,
 }
 
 /// Arguments of `get_timeline`.
@@ -150,10 +163,10 @@ impl IngeroMcp {
         db: Option<&str>,
         ctx: &RequestContext<RoleServer>,
         job: F,
-        text: fn(&T) -> String,
+        shape: Shape<T>,
     ) -> Result<CallToolResult, ErrorData>
     where
-        T: Serialize + Send + 'static,
+        T: Send + 'static,
         F: FnOnce(&ingero_store::TraceDb) -> Result<T, ToolError> + Send + 'static,
     {
         let pool = bail_tool!(self.pick_db(db));
@@ -165,7 +178,7 @@ impl IngeroMcp {
         }
         let path = pool.path().to_path_buf();
         let out = self.run_on(pool, ctx, tool, job).await;
-        let result = finish(out, tool, text)?;
+        let result = finish(out, tool, shape)?;
         if let Some(stamp) = stamp {
             self.shared.cache.put(&path, tool, key, stamp, &result);
         }
@@ -173,11 +186,41 @@ impl IngeroMcp {
     }
 }
 
-/// Maps an analysis outcome to a tool result, rendered as text by `text`.
-fn finish<T: Serialize>(
+/// How an analysis value becomes a tool result: its structured content and
+/// its text content.
+pub(crate) struct Shape<T> {
+    json: fn(&T) -> Result<Value, serde_json::Error>,
+    text: fn(&T) -> String,
+}
+
+impl<T: Serialize> Shape<T> {
+    /// The value as it serialises, rendered as text by `text`.
+    fn plain(text: fn(&T) -> String) -> Shape<T> {
+        Shape {
+            json: |v| serde_json::to_value(v),
+            text,
+        }
+    }
+
+    /// The value with readable companions beside raw numbers (see
+    /// `readable`), rendered as text by `text`.
+    fn readable(text: fn(&T) -> String) -> Shape<T> {
+        Shape {
+            json: |v| {
+                let mut j = serde_json::to_value(v)?;
+                readable::annotate(&mut j);
+                Ok(j)
+            },
+            text,
+        }
+    }
+}
+
+/// Maps an analysis outcome to a tool result.
+fn finish<T>(
     outcome: Result<Result<T, ToolError>, CallToolResult>,
     what: &str,
-    text: fn(&T) -> String,
+    shape: Shape<T>,
 ) -> Result<CallToolResult, ErrorData> {
     match outcome {
         Err(tool_err) => Ok(tool_err),
@@ -188,8 +231,10 @@ fn finish<T: Serialize>(
             Ok(failure(e.to_string()))
         }
         Ok(Ok(value)) => {
-            let rendered = text(&value);
-            structured(&value, rendered)
+            let json = (shape.json)(&value).map_err(|e| {
+                ErrorData::internal_error(format!("cannot serialise result: {e}"), None)
+            })?;
+            structured(&json, (shape.text)(&value))
         }
     }
 }
@@ -200,7 +245,7 @@ impl IngeroMcp {
     #[tool(
         name = "explain",
         annotations(title = "Full explanation", read_only_hint = true, open_world_hint = false),
-        output_schema = schema_for_output::<Report>()
+        output_schema = readable::output_schema::<Report>()
     )]
     pub(crate) async fn explain(
         &self,
@@ -215,16 +260,16 @@ impl IngeroMcp {
             args.db.as_deref(),
             &ctx,
             move |db| explain(db, &scope),
-            render::report_text,
+            Shape::readable(render::report_text),
         )
         .await
     }
 
-    /// Per CUDA op: count, total, mean, p50/p95/p99 and max duration (and whether they are exact or estimated), plus host event totals. Start here.
+    /// Per CUDA op: count, total, mean, p50/p95/p99 and max duration (and whether they are exact or estimated), plus host event totals. Call it after get_causal_chains.
     #[tool(
         name = "get_trace_stats",
         annotations(title = "CUDA op statistics", read_only_hint = true, open_world_hint = false),
-        output_schema = schema_for_output::<OpStatsReport>()
+        output_schema = readable::output_schema::<OpStatsReport>()
     )]
     pub(crate) async fn get_trace_stats(
         &self,
@@ -239,31 +284,39 @@ impl IngeroMcp {
             args.db.as_deref(),
             &ctx,
             move |db| op_stats(db, &scope),
-            render::stats_text,
+            Shape::readable(render::stats_text),
         )
         .await
     }
 
-    /// Causal chains linking a host cause (off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies, idle GPU), ranked by severity. GPU busy figures name their source: NVML samples ("NVML: SM busy 34% of the 6.1 s") where the capture has them, otherwise a host-side upper bound said as such.
+    /// Start here. How idle the GPU was per GPU-driving process and why (a headline first), then the causal chains linking a host cause (on-CPU work outside CUDA, off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies, idle GPU), ranked by the idle time they explain. Brief by default; detail "full" for every finding's evidence. GPU busy figures name their source: NVML samples ("NVML: SM busy 34% of the 6.1 s") where the capture has them, otherwise a host-side upper bound said as such.
     #[tool(
         name = "get_causal_chains",
         annotations(title = "Causal chains", read_only_hint = true, open_world_hint = false),
-        output_schema = schema_for_output::<ChainReport>()
+        output_schema = super::chains_view::output_schema()
     )]
     pub(crate) async fn get_causal_chains(
         &self,
-        Parameters(args): Parameters<ScopeArgs>,
+        Parameters(args): Parameters<ChainsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(args.to_scope());
-        let key = args.cache_key("");
+        let scope = bail_tool!(args.scope.to_scope());
+        let detail = args.detail.unwrap_or_default();
+        let key = args.scope.cache_key(&format!("{detail:?}"));
         self.analyse(
             "get_causal_chains",
             key,
-            args.db.as_deref(),
+            args.scope.db.as_deref(),
             &ctx,
-            move |db| causal_chains(db, &scope),
-            render::chain_report_text,
+            move |db| causal_chains(db, &scope).map(|r| ChainsView::new(r, detail)),
+            Shape {
+                json: |v: &ChainsView| {
+                    let mut j = v.to_value()?;
+                    readable::annotate(&mut j);
+                    Ok(j)
+                },
+                text: ChainsView::text,
+            },
         )
         .await
     }
@@ -272,7 +325,7 @@ impl IngeroMcp {
     #[tool(
         name = "get_per_process_breakdown",
         annotations(title = "Per-process breakdown", read_only_hint = true, open_world_hint = false),
-        output_schema = schema_for_output::<ProcessBreakdown>()
+        output_schema = readable::output_schema::<ProcessBreakdown>()
     )]
     pub(crate) async fn get_per_process_breakdown(
         &self,
@@ -287,7 +340,7 @@ impl IngeroMcp {
             args.db.as_deref(),
             &ctx,
             move |db| per_process(db, &scope),
-            render::processes_text,
+            Shape::readable(render::processes_text),
         )
         .await
     }
@@ -316,7 +369,7 @@ impl IngeroMcp {
             args.scope.db.as_deref(),
             &ctx,
             move |db| timeline(db, &scope, bucket_ns),
-            |t| format!("{}{}", render::timeline_text(t), gpu_track_text(t)),
+            Shape::plain(|t| format!("{}{}", render::timeline_text(t), gpu_track_text(t))),
         )
         .await
     }
@@ -448,7 +501,7 @@ impl IngeroMcp {
             args.scope.db.as_deref(),
             &ctx,
             move |db| hot_stacks(db, &query),
-            ingero_tools::render_stacks::stacks_text,
+            Shape::plain(ingero_tools::render_stacks::stacks_text),
         )
         .await
     }
@@ -492,7 +545,7 @@ impl IngeroMcp {
             args.scope.db.as_deref(),
             &ctx,
             move |db| query_events(db, &query),
-            render::events_text,
+            Shape::plain(render::events_text),
         )
         .await
     }

@@ -10,6 +10,7 @@ pub mod bundled;
 mod cache;
 pub mod capture;
 mod capture_tools;
+mod chains_view;
 mod completion;
 mod databases;
 mod db;
@@ -17,6 +18,7 @@ mod error_text;
 pub mod http;
 mod http_edge;
 pub mod prompts;
+mod readable;
 mod schema;
 #[cfg(test)]
 mod schema_lint;

@@ -282,6 +282,93 @@ mod tests {
         assert_eq!(filled, "a {{y}} b 2 {{z}} {{");
     }
 
+    /// Names written in backticks in a prompt body, in order.
+    fn backticked(body: &str) -> Vec<&str> {
+        body.split('`').skip(1).step_by(2).collect()
+    }
+
+    #[test]
+    fn prompts_lead_to_the_tools_and_name_no_prompt_as_a_tool() {
+        let p = Prompts::load().expect("load");
+        let tools: Vec<String> = super::super::server::IngeroMcp::tool_router()
+            .list_all()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        for doc in &p.docs {
+            let named = backticked(&doc.body);
+            for prompt in &p.docs {
+                assert!(
+                    !named.contains(&prompt.name.as_str()),
+                    "{} names the prompt {} as if it were a tool",
+                    doc.name,
+                    prompt.name
+                );
+            }
+            let first = named.iter().find(|n| tools.iter().any(|t| t == *n));
+            assert_eq!(first, Some(&"get_causal_chains"), "{}", doc.name);
+            let before = doc.body.find("Call the tools before you answer");
+            let steps = doc.body.find("\n1. ");
+            let answer = doc.body.find("When the tool results are in");
+            assert!(
+                before.is_some() && before < steps && steps < answer,
+                "{}: the call-the-tools rule, then the steps, then the answer",
+                doc.name
+            );
+        }
+        assert!(
+            super::super::server::INSTRUCTIONS.contains("Start with get_causal_chains"),
+            "the server instructions start where the prompts do"
+        );
+    }
+
+    #[test]
+    fn prompts_carry_no_example_finding_or_fix() {
+        let causes = serde_json::to_value(schemars::schema_for!(ingero_tools::chains::Cause))
+            .expect("schema");
+        let mut names: Vec<String> = Vec::new();
+        collect_enum_strings(&causes, &mut names);
+        assert!(names.len() > 5, "{causes}");
+        let fixes = [
+            "pin_memory",
+            "num_workers",
+            "randperm",
+            "pre-shuffled",
+            "batchsampler",
+            "dataloader",
+            "taskset",
+        ];
+        for doc in Prompts::load().expect("load").docs {
+            let body = doc.body.to_lowercase();
+            for word in names.iter().map(String::as_str).chain(fixes) {
+                assert!(
+                    !body.contains(word),
+                    "{} mentions {word:?}: a prompt leads to the evidence, not to a finding",
+                    doc.name
+                );
+            }
+        }
+    }
+
+    /// Every string inside an `enum` list of a JSON schema.
+    fn collect_enum_strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    match (k.as_str(), x) {
+                        ("enum", Value::Array(items)) => {
+                            out.extend(items.iter().filter_map(|i| i.as_str().map(str::to_string)))
+                        }
+                        ("const", Value::String(s)) => out.push(s.clone()),
+                        _ => collect_enum_strings(x, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|x| collect_enum_strings(x, out)),
+            _ => {}
+        }
+    }
+
     #[test]
     fn a_huge_unknown_prompt_name_is_quoted_in_part() {
         let p = Prompts::load().expect("load");

@@ -1,0 +1,373 @@
+//! What `get_causal_chains` returns: a headline to read first, then the
+//! chain report at the asked `detail`.
+//!
+//! The first call of an investigation should fit a small context budget
+//! (about 4,000 characters) and still answer "how idle, why, ranked":
+//! `brief` keeps every process's idle split and every finding's rank, cause
+//! and share of the idle time, with the root cause, evidence and fix of the
+//! top finding; `full` is the whole report.
+
+use ingero_tools::chains::{CausalChain, ChainReport};
+use ingero_tools::format::{ns, pct};
+use ingero_tools::gpu_activity::BusySource;
+use ingero_tools::idle::ProcessIdle;
+use ingero_tools::render;
+use rmcp::model::JsonObject;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// How much of the chain report one call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Detail {
+    /// The headline, each process's idle split, every finding ranked with
+    /// its share of the idle time, and the top finding's root cause,
+    /// evidence and fix (about 4,000 characters).
+    #[default]
+    Brief,
+    /// Everything: every finding's steps, evidence and fix, the rule checks,
+    /// gaps, streams, launch and sync statistics, and the CUDA symptoms.
+    Full,
+}
+
+/// Answer of `get_causal_chains`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ChainsView {
+    /// Read this first: how idle the GPU was for the main GPU-driving
+    /// process, the largest part of that idle time, and the findings in
+    /// rank order with the share of the idle time each explains.
+    pub headline: String,
+    /// The level of this answer.
+    pub detail: Detail,
+    /// What this level leaves out, and how to get it.
+    pub left_out: Vec<String>,
+    /// The report.
+    #[serde(flatten)]
+    pub report: ChainReport,
+}
+
+/// Fields of each `gpu_idle` item that `brief` keeps.
+const BRIEF_IDLE: &[&str] = &[
+    "pid",
+    "comm",
+    "gpu_thread",
+    "idle_share",
+    "span_ns",
+    "host_wait_ns",
+    "busy_ns",
+    "busy_source",
+    "busy_is_upper_bound",
+    "active_idle_share",
+    "active_span_ns",
+    "causes",
+    "long_gaps",
+    "long_gaps_ns",
+    "step_period_ns",
+];
+/// Fields of the top chain that `brief` leaves out.
+const BRIEF_TOP_DROPS: &[&str] = &["steps", "affected_ops"];
+/// Fields of the other chains that `brief` keeps.
+const BRIEF_CHAIN: &[&str] = &[
+    "id",
+    "cause",
+    "severity",
+    "score",
+    "explained_ns",
+    "explained_share",
+    "summary",
+    "victim_pid",
+    "culprit_pids",
+    "start_offset_s",
+    "end_offset_s",
+];
+/// Report fields that `brief` leaves out.
+const BRIEF_REPORT_DROPS: &[&str] = &["symptoms"];
+/// Processes `brief` lists.
+const BRIEF_PROCESSES: usize = 3;
+
+impl ChainsView {
+    /// The view of `report` at `detail`.
+    pub fn new(report: ChainReport, detail: Detail) -> ChainsView {
+        let mut left_out = Vec::new();
+        if detail == Detail::Brief {
+            let more = " (call get_causal_chains with detail \"full\")";
+            if report.chains.len() > 1 {
+                left_out.push(format!(
+                    "root cause, evidence and fix of findings 2-{}{more}",
+                    report.chains.len()
+                ));
+            }
+            left_out.push(format!(
+                "steps of each finding; rule checks, longest gaps, launch, sync and stream statistics per process; CUDA symptoms{more}"
+            ));
+            if report.gpu_idle.len() > BRIEF_PROCESSES {
+                left_out.push(format!(
+                    "{} more GPU-driving processes{more}",
+                    report.gpu_idle.len() - BRIEF_PROCESSES
+                ));
+            }
+        }
+        ChainsView {
+            headline: headline(&report),
+            detail,
+            left_out,
+            report,
+        }
+    }
+
+    /// The structured result: the full report, or the brief one with the
+    /// left-out fields removed.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        let mut v = serde_json::to_value(self)?;
+        if self.detail == Detail::Brief {
+            if let Value::Object(m) = &mut v {
+                brief_in_place(m);
+            }
+        }
+        Ok(v)
+    }
+
+    /// The text content: complete enough to answer from at either level.
+    pub fn text(&self) -> String {
+        let r = &self.report;
+        let mut s = format!("{}\n\n", self.headline);
+        match self.detail {
+            Detail::Full => {
+                s.push_str(&render::idle_text(&r.gpu_idle));
+                s.push_str("\nCausal chains, ranked\n");
+                if r.chains.is_empty() {
+                    s.push_str("  none found\n");
+                }
+                for (i, c) in r.chains.iter().enumerate() {
+                    let _ = write!(s, "{}. ", i + 1);
+                    s.push_str(render::chain_text(c).trim_start());
+                    let _ = writeln!(s, "      {}", explains(r, c));
+                    let _ = writeln!(s, "      evidence: {}", evidence_line(c));
+                }
+            }
+            Detail::Brief => {
+                s.push_str("GPU idle\n");
+                for p in r.gpu_idle.iter().take(BRIEF_PROCESSES) {
+                    s.push_str(&idle_lines(p));
+                }
+                s.push_str("\nCausal chains, ranked\n");
+                if r.chains.is_empty() {
+                    s.push_str("  none found\n");
+                }
+                for (i, c) in r.chains.iter().enumerate() {
+                    let _ = writeln!(
+                        s,
+                        "{}. [{}] {} ({}): {}; pids {:?}; +{:.1}s..+{:.1}s",
+                        i + 1,
+                        c.severity.label(),
+                        c.cause.name(),
+                        c.id,
+                        explains(r, c),
+                        c.culprit_pids,
+                        c.start_offset_s,
+                        c.end_offset_s
+                    );
+                    let _ = writeln!(s, "   {}", c.summary);
+                    if i == 0 {
+                        let _ = writeln!(s, "   root cause: {}", c.root_cause);
+                        let _ = writeln!(s, "   evidence: {}", evidence_line(c));
+                        let _ = writeln!(s, "   fix: {}", c.fix);
+                    }
+                }
+            }
+        }
+        for n in &r.notes {
+            let _ = writeln!(s, "note: {n}");
+        }
+        for l in &self.left_out {
+            let _ = writeln!(s, "left out: {l}");
+        }
+        s
+    }
+}
+
+/// The output schema: the view, with the readable companions declared, and
+/// the fields `brief` may leave out not required.
+pub fn output_schema() -> Arc<JsonObject> {
+    let mut schema = (*super::readable::output_schema::<ChainsView>()).clone();
+    let mut optional: Vec<&str> = BRIEF_REPORT_DROPS.to_vec();
+    optional.extend(BRIEF_TOP_DROPS);
+    if let Some(Value::Object(defs)) = schema.get_mut("$defs") {
+        for def in defs.values_mut() {
+            let Some(req) = def.get_mut("required").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            let is_idle = req.iter().any(|k| k == "busy_source");
+            let is_chain = req.iter().any(|k| k == "explained_share");
+            let is_causes = req.iter().any(|k| k == "host_compute_ns");
+            req.retain(|k| {
+                let k = k.as_str().unwrap_or("");
+                !(is_causes
+                    || (is_idle && !BRIEF_IDLE.contains(&k))
+                    || (is_chain && !BRIEF_CHAIN.contains(&k)))
+            });
+        }
+    }
+    if let Some(req) = schema.get_mut("required").and_then(Value::as_array_mut) {
+        req.retain(|k| !optional.contains(&k.as_str().unwrap_or("")));
+    }
+    Arc::new(schema)
+}
+
+/// Removes what `brief` leaves out from the serialised view.
+fn brief_in_place(m: &mut Map<String, Value>) {
+    for k in BRIEF_REPORT_DROPS {
+        m.remove(*k);
+    }
+    if let Some(Value::Array(procs)) = m.get_mut("gpu_idle") {
+        procs.truncate(BRIEF_PROCESSES);
+        for p in procs.iter_mut().filter_map(Value::as_object_mut) {
+            p.retain(|k, _| BRIEF_IDLE.contains(&k.as_str()));
+            if let Some(Value::Object(causes)) = p.get_mut("causes") {
+                causes.retain(|_, v| v.as_i64() != Some(0));
+            }
+        }
+    }
+    if let Some(Value::Array(chains)) = m.get_mut("chains") {
+        for (i, c) in chains
+            .iter_mut()
+            .filter_map(Value::as_object_mut)
+            .enumerate()
+        {
+            if i == 0 {
+                c.retain(|k, _| !BRIEF_TOP_DROPS.contains(&k.as_str()));
+            } else {
+                c.retain(|k, _| BRIEF_CHAIN.contains(&k.as_str()));
+            }
+        }
+    }
+}
+
+/// The first thing to read: idle share, its largest part, ranked findings.
+pub fn headline(r: &ChainReport) -> String {
+    let Some(p) = r.gpu_idle.first() else {
+        return "No GPU-driving process in this window: no CUDA activity to explain.".into();
+    };
+    let mut s = format!(
+        "pid {} ({}): GPU idle {}{} of its {} lifetime in the window ({} from its first to its last CUDA call){}.",
+        p.pid,
+        p.comm,
+        if p.busy_is_upper_bound { "at least " } else { "" },
+        pct(p.idle_share),
+        ns(p.span_ns),
+        pct(p.active_idle_share),
+        source_said(p)
+    );
+    let parts = p.causes.labelled();
+    if let Some((label, v)) = parts.iter().filter(|(_, v)| *v > 0).max_by_key(|(_, v)| *v) {
+        let _ = write!(
+            s,
+            " Largest part of the {} idle time: {label}, {} ({}).",
+            ns(p.host_wait_ns),
+            ns(*v),
+            pct(*v as f64 / p.host_wait_ns.max(1) as f64)
+        );
+    }
+    if r.chains.is_empty() {
+        s.push_str(" No finding.");
+    } else {
+        s.push_str(" Findings, ranked: ");
+        let list: Vec<String> = r
+            .chains
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                format!(
+                    "{}. {} (explains {} of the idle time)",
+                    i + 1,
+                    c.cause.name(),
+                    pct(c.explained_share)
+                )
+            })
+            .collect();
+        s.push_str(&list.join(", "));
+        s.push('.');
+    }
+    s
+}
+
+/// How the busy figure was obtained, said after the idle share.
+fn source_said(p: &ProcessIdle) -> &'static str {
+    match p.busy_source {
+        BusySource::NvmlProcess => "; measured by NVML per-process samples",
+        BusySource::NvmlDevice => "; measured by NVML device samples",
+        BusySource::HostBound => "; host-side bound, no GPU samples",
+    }
+}
+
+/// Two lines per process: the idle share, then the split of the idle time.
+fn idle_lines(p: &ProcessIdle) -> String {
+    let parts: Vec<String> = p
+        .causes
+        .labelled()
+        .iter()
+        .filter(|(_, v)| *v > 0)
+        .map(|(label, v)| {
+            format!(
+                "{label} {} ({})",
+                ns(*v),
+                pct(*v as f64 / p.host_wait_ns.max(1) as f64)
+            )
+        })
+        .collect();
+    format!(
+        "  pid {} {}: GPU idle {}{} of {} ({} from the first to the last CUDA call); busy {}{}{}\n      while the GPU idled ({}), GPU thread {} was: {}\n",
+        p.pid,
+        p.comm,
+        if p.busy_is_upper_bound { "at least " } else { "" },
+        pct(p.idle_share),
+        ns(p.span_ns),
+        pct(p.active_idle_share),
+        if p.busy_is_upper_bound { "at most " } else { "" },
+        ns(p.busy_ns),
+        source_said(p),
+        ns(p.host_wait_ns),
+        p.gpu_thread,
+        parts.join(", ")
+    )
+}
+
+/// "explains X (Y% of pid N's Z GPU idle time)".
+fn explains(r: &ChainReport, c: &CausalChain) -> String {
+    let whole = c
+        .victim_pid
+        .and_then(|pid| r.gpu_idle.iter().find(|p| p.pid == pid));
+    match whole {
+        Some(p) => format!(
+            "explains {} ({} of pid {}'s {} GPU idle time)",
+            ns(c.explained_ns),
+            pct(c.explained_share),
+            p.pid,
+            ns(p.host_wait_ns)
+        ),
+        None => format!(
+            "explains {} ({} of the GPU idle time)",
+            ns(c.explained_ns),
+            pct(c.explained_share)
+        ),
+    }
+}
+
+/// Every evidence item of a chain, readable, on one line.
+fn evidence_line(c: &CausalChain) -> String {
+    let items: Vec<String> = c
+        .evidence
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e.label,
+                super::readable::evidence_text(e.value, &e.unit)
+            )
+        })
+        .collect();
+    items.join("; ")
+}
