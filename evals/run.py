@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingero_eval.answer import grade  # noqa: E402
 from ingero_eval.cases import Case, CaseError, load_cases  # noqa: E402
 from ingero_eval.facts import check  # noqa: E402
-from ingero_eval.model import Endpoint, endpoint_from_env, function_tools, run_model  # noqa: E402
+from ingero_eval.model import Endpoint, Limits, endpoint_from_env, function_tools, run_model  # noqa: E402
 from ingero_eval.report import case_passed, model_table, tool_table  # noqa: E402
 from ingero_eval.session import SetupError, connect, follow_prompt, investigate_prompt, prepare_library  # noqa: E402
 
@@ -73,14 +73,17 @@ async def run_all(args: argparse.Namespace, cases: list[Case], library: Path, ep
                     report["tool_mode"].append({"id": case.id, "db": case.db_name, "facts": [], "error": f"{type(e).__name__}: {e}"})
         if ep is not None:
             tools = function_tools(listed)
+            limits = Limits(args.max_turns, args.max_tool_chars, args.max_tokens, args.timeout, args.case_budget,
+                            args.tool_content)
             rows = []
             for case in cases:
                 prompt = await investigate_prompt(client, case)
-                t = await run_model(ep, client, tools, prompt, case.question, args.max_turns, args.max_tool_chars, args.timeout)
+                t = await run_model(ep, client, tools, prompt, case.question, limits)
                 rows.append({"id": case.id, "db": case.db_name, "question": case.question, "calls": t.calls,
-                             "answer": t.answer, "error": t.error, "facts": grade(case.must, case.must_not, t.answer)})
+                             "answer": t.answer, "error": t.error,
+                             "facts": grade(case.must, case.must_not, t.answer, t.results, len(t.calls))})
                 print(f"model: {case.id}: {len(t.calls)} tool calls{', ' + t.error if t.error else ''}", file=sys.stderr, flush=True)
-            report["model_mode"] = {"model": ep.describe(), "cases": rows}
+            report["model_mode"] = {"model": ep.describe(), "limits": vars(limits), "cases": rows}
     return report
 
 
@@ -97,6 +100,10 @@ def main() -> int:
     ap.add_argument("--max-turns", type=int, default=16, help="model mode: most chat turns per case")
     ap.add_argument("--max-tool-chars", type=int, default=24000, help="model mode: longest tool result sent back")
     ap.add_argument("--timeout", type=float, default=300, help="model mode: seconds per chat request")
+    ap.add_argument("--max-tokens", type=int, default=1024, help="model mode: most tokens the model may write per request")
+    ap.add_argument("--case-budget", type=float, default=900, help="model mode: seconds for one whole case")
+    ap.add_argument("--tool-content", choices=["text", "json"], default="text",
+                    help="model mode: the model reads each tool's text content or its JSON")
     args = ap.parse_args()
 
     try:

@@ -1,12 +1,15 @@
 //! Runs the evaluation harness (`evals/run.py`, official MCP Python SDK) in
 //! tool mode against the freshly built `ingero` binary: every case in
 //! `evals/cases/` must find its required facts in the MCP tool outputs and
-//! none of its forbidden claims. Also runs the harness's own self-test.
+//! none of its forbidden claims. Also runs the harness's own self-test,
+//! which drives model mode end to end against a scripted stand-in model on
+//! loopback (`evals/ingero_eval/scripted.py`): a zero-call answer scores 0,
+//! figures count only from tool results, causes only at their stated rank.
 //!
 //! Needs a Python with the pinned packages of `tests/mcp/requirements.txt`:
 //! `.venv/bin/python` at the repository root, or `INGERO_MCP_PYTHON`. Without
 //! one the test is skipped with a message, unless `INGERO_MCP_E2E=require`.
-//! Model mode is never run here; see `evals/README.md`.
+//! No real model is run here; see `evals/README.md`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
