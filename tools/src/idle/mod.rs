@@ -16,23 +16,29 @@
 //! context switches, which the recorder keeps exactly whatever `--sample`,
 //! so a sampled capture gives the same breakdown and gap list.
 
+mod bound;
+mod calls;
+mod gaps;
 mod intervals;
 pub mod launches;
+mod measure;
+mod process;
+mod split;
 pub mod states;
 mod timeline;
 
-use crate::activity::{op_roles, ActivityOrigin};
-use crate::dataset::{Call, Dataset};
-use crate::gpu_activity::{BusySource, MeasuredBusy};
-use crate::processes::{main_processes, role_of, Role};
-use ingero_store::activity::{ActivityKind, ActivitySpan, CallPart};
-use ingero_store::{AggSource, HostKind};
-use intervals::{gaps, inside, overlap, total, union};
+use crate::activity::op_roles;
+use crate::dataset::Dataset;
+use crate::gpu_activity::BusySource;
+use crate::processes::main_processes;
+use bound::HostBound;
+use gaps::LongGaps;
+use ingero_store::activity::CallPart;
 pub use launches::{LaunchStats, SyncStats};
+use measure::Busy;
+use process::ProcessSpans;
 use serde::Serialize;
-use states::{attribute, State, STATES};
-use std::collections::BTreeMap;
-use timeline::ThreadFacts;
+use states::{State, STATES};
 
 pub use ingero_store::activity::SYNC_WAITED_NS;
 
@@ -298,374 +304,64 @@ pub fn idle_of(ds: &Dataset) -> Vec<ProcessIdle> {
     out
 }
 
-/// The thread of `pid` with most time inside CUDA calls, from the activity
-/// spans (raw rows where there are none).
-fn gpu_thread_of(spans: &[&ActivitySpan], ds: &Dataset, pid: i32) -> i32 {
-    let mut per_tid: BTreeMap<i32, i64> = BTreeMap::new();
-    for s in spans.iter().filter(|s| s.kind == ActivityKind::Burst) {
-        *per_tid.entry(s.tid).or_default() += s.api_ns();
-    }
-    per_tid
-        .into_iter()
-        .max_by_key(|(tid, t)| (*t, -tid))
-        .map(|(tid, _)| tid)
-        .or_else(|| ds.gpu_thread(pid))
-        .unwrap_or(pid)
-}
-
-fn zero_runs(m: &MeasuredBusy) -> Vec<(i64, i64)> {
-    let mut out: Vec<(i64, i64)> = Vec::new();
-    for p in m.periods.iter().filter(|p| p.busy <= 0.0) {
-        match out.last_mut() {
-            Some(last) if p.start_ns <= last.1 => last.1 = last.1.max(p.end_ns),
-            _ => out.push((p.start_ns, p.end_ns)),
-        }
-    }
-    out
-}
-
+/// One process's GPU-idle breakdown: its span, busy figure, idle split by
+/// cause, gaps and call statistics; `None` when it has no CUDA activity.
 fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
-    let calls: Vec<&Call> = ds.calls.iter().filter(|c| c.pid == pid).collect();
-    let spans: Vec<&ActivitySpan> = ds.activity.iter().filter(|s| s.pid == pid).collect();
-    let agg = ds.totals(AggSource::Cuda, None, Some(pid));
-    if calls.is_empty() && spans.is_empty() && agg.count == 0 {
-        return None;
-    }
-    let win = (ds.window.lo_ns, ds.window.hi_ns);
-    let bursts: Vec<&ActivitySpan> = spans
-        .iter()
-        .copied()
-        .filter(|s| s.kind == ActivityKind::Burst)
-        .collect();
-    let first_call = bursts
-        .iter()
-        .map(|s| s.start_ns)
-        .min()
-        .or_else(|| calls.first().map(|c| c.ts_ns));
-    let last_call_end = bursts
-        .iter()
-        .map(|s| s.end_ns)
-        .max()
-        .or_else(|| calls.iter().map(|c| c.ts_ns + c.dur_ns).max());
-    let proc_info = ds.processes.get(&pid);
-    let lo = proc_info
-        .map_or(win.0, |p| p.first_seen_ns)
-        .max(win.0)
-        .max(ds.span.start_ns);
-    let hi = proc_info
-        .map_or(win.1, |p| p.last_seen_ns.max(p.first_seen_ns))
-        .min(win.1)
-        .max(last_call_end.unwrap_or(lo).min(win.1));
-    let span = (lo, hi.max(lo + 1));
-    let span_ns = span.1 - span.0;
-    let first_call = first_call.unwrap_or(span.1).clamp(span.0, span.1);
-    let last_call_end = last_call_end.unwrap_or(span.0).clamp(span.0, span.1);
-
+    let p = ProcessSpans::gather(ds, pid)?;
     let mut basis = Vec::new();
-    let bound_iv = union(spans.iter().map(|s| (s.start_ns, s.end_ns)).collect(), span);
-    let sampled_away = agg.count > agg.stored;
-    // Calls the recorder counted but did not keep cannot be placed in time
-    // when the spans come from raw rows: count their time as busy anyway.
-    let unplaced = if ds.activity_origin == ActivityOrigin::FromRawRows && sampled_away {
-        let raw_api: i64 = calls.iter().filter(|c| !c.nested).map(|c| c.dur_ns).sum();
-        let outer: i64 = ds
-            .aggs
-            .iter()
-            .filter(|a| a.source == AggSource::Cuda && a.pid == pid)
-            .map(|a| a.outer_dur_ns())
-            .sum();
-        let extra = (outer - raw_api).max(0);
-        basis.push(format!(
-            "{} calls were counted but not kept as raw rows and this file has no recorded activity spans: their {} ns inside CUDA count as busy but cannot be placed in time, and gaps are upper bounds",
-            agg.count - agg.stored,
-            extra
-        ));
-        extra
-    } else {
-        0
-    };
-    if ds.activity_origin == ActivityOrigin::Recorded {
-        basis.push(
-            "activity spans recorded from every CUDA call (exact whatever the raw-row sampling)"
-                .to_string(),
-        );
-    }
-    let host_bound_busy_ns = (total(&bound_iv) + unplaced).min(span_ns);
-    let bound_gaps = gaps(&bound_iv, span);
-
-    let gpu_thread = gpu_thread_of(&spans, ds, pid);
-    let workers: Vec<(i64, i64)> = ds
-        .processes
-        .values()
-        .filter(|p| {
-            matches!(role_of(ds, p.pid, mains, &[pid]).0, Role::DataloaderWorker)
-                && ds.descends_from(p.pid, pid)
-        })
-        .map(|p| (p.first_seen_ns, p.last_seen_ns))
-        .collect();
-    let storm_buckets: Vec<i64> = {
-        let width_s = ds.bucket_ns as f64 / 1e9;
-        ds.aggs
-            .iter()
-            .filter(|a| {
-                a.source == AggSource::Host
-                    && a.code == HostKind::PageAlloc.id() as i64
-                    && a.pid == pid
-                    && a.sum_bytes as f64 / width_s >= STORM_RATE
-            })
-            .map(|a| a.bucket_ns)
-            .collect::<std::collections::BTreeSet<i64>>()
-            .into_iter()
-            .collect()
-    };
-    let facts = ThreadFacts {
-        span,
-        first_call,
-        last_call_end,
-        bursts: bursts
-            .iter()
-            .copied()
-            .filter(|s| s.tid == gpu_thread)
-            .collect(),
-        switches: ds
-            .gpu_thread_switches
-            .iter()
-            .filter(|h| h.pid == pid && h.tid == gpu_thread)
-            .collect(),
-        workers,
-        storm_buckets,
-        bucket_ns: ds.bucket_ns,
-    };
-    let segments = facts.segments();
-
-    let measured = ds.gpu.measured_busy(pid, span);
-    let mut pieces: Vec<(i64, i64, f64)> = Vec::new();
-    let busy_ns;
-    let mut sampled_ns = 0;
-    if let Some(m) = &measured {
-        let covered = union(
-            m.periods.iter().map(|p| (p.start_ns, p.end_ns)).collect(),
-            span,
-        );
-        sampled_ns = total(&covered);
-        let uncovered = gaps(&covered, span);
-        let mut b = m.busy_ns;
-        for p in &m.periods {
-            let idle = (p.end_ns - p.start_ns) as f64 * (1.0 - p.busy);
-            pieces.extend(intervals::split_idle(
-                &bound_iv,
-                (p.start_ns, p.end_ns),
-                idle,
-            ));
-        }
-        for &(a, z) in &uncovered {
-            b += inside(&bound_iv, (a, z));
-            for &(ga, gz) in &bound_gaps {
-                let (x, y) = (ga.max(a), gz.min(z));
-                if y > x {
-                    pieces.push((x, y, (y - x) as f64));
-                }
-            }
-        }
-        pieces.sort_by_key(|p| p.0);
-        busy_ns = b.min(span_ns);
-        let what = match m.source {
-            BusySource::NvmlProcess => format!("NVML per-process SM samples of pid {pid}"),
-            _ => format!("NVML device SM samples of GPU {}", m.gpu),
-        };
-        basis.push(format!(
-            "GPU busy measured by the driver: {what}, {} periods covering {} of {} ns of the lifetime{}",
-            m.periods.len(),
-            sampled_ns,
-            span_ns,
-            if sampled_ns < span_ns {
-                " (the rest: host-side upper bound)"
-            } else {
-                ""
-            }
-        ));
-        if !m.others_on_gpu.is_empty() {
-            basis.push(format!(
-                "device samples also count other processes busy on GPU {}: {:?}",
-                m.gpu, m.others_on_gpu
-            ));
-        }
-        basis.push(
-            "idle time in each sample period goes first to the stretches where no work was queued (the GPU cannot be busy there), the rest to the stretches with queued work; within each, it is shared among what the GPU thread was doing, in proportion to time, time inside synchronisations last"
-                .to_string(),
-        );
-    } else {
-        busy_ns = host_bound_busy_ns;
-        pieces = bound_gaps
-            .iter()
-            .map(|&(a, z)| (a, z, (z - a) as f64))
-            .collect();
-        basis.push(
-            "no GPU utilisation samples in this capture: GPU busy is unknown; busy here is a host-side upper bound (inside CUDA calls, or with queued work outstanding until a synchronisation waited for it), so the idle share is a lower bound"
-                .to_string(),
-        );
-    }
-    let host_wait = (span_ns - busy_ns).max(0);
-    let mut causes = HostWaitCauses::from_shares(&attribute(&segments, &pieces));
-    // Calls counted but not placed ran while the thread was on the CPU:
-    // their time leaves the on-CPU parts first.
-    let mut surplus = causes.sum() - host_wait;
-    for part in [
-        &mut causes.host_compute_ns,
-        &mut causes.page_alloc_storm_ns,
-        &mut causes.after_last_call_ns,
-    ] {
-        let take = surplus.clamp(0, *part);
-        *part -= take;
-        surplus -= take;
-    }
-    // What is left is rounding (or a deficit): the largest part absorbs it.
-    *causes.largest_mut() -= surplus;
-
-    if facts.switches.iter().all(|h| h.arg < 0) && !facts.switches.is_empty() {
-        basis.push("the recorder did not mark which context switches were preemptions".to_string());
-    }
-    let pid_sw = ds.host_totals(HostKind::SchedSwitch, Some(pid));
-    if pid_sw.count > pid_sw.stored && ds.activity_origin == ActivityOrigin::FromRawRows {
-        basis.push(
-            "some context switches of this process were not kept as raw rows: off-CPU parts are lower bounds"
-                .to_string(),
-        );
-    }
-
-    // Gaps: measured zero-busy runs where sampled, else host gaps.
-    let host_long: Vec<(i64, i64)> = bound_gaps
-        .iter()
-        .copied()
-        .filter(|(a, b)| b - a >= GAP_THRESHOLD_NS)
-        .collect();
-    let mut long_gaps: Vec<(i64, i64)> = match &measured {
-        Some(m) => zero_runs(m)
-            .into_iter()
-            .filter(|(a, b)| b - a >= GAP_THRESHOLD_NS)
-            .collect(),
-        None => host_long.clone(),
-    };
-    long_gaps.sort_by_key(|g| std::cmp::Reverse(g.1 - g.0));
-    let longest_gaps = long_gaps
-        .iter()
-        .take(5)
-        .map(|(a, b)| IdleGap {
-            start_offset_s: (a - ds.span.start_ns) as f64 / 1e9,
-            dur_ns: b - a,
-        })
-        .collect();
-
-    let utilization = utilization(span, &bound_iv, measured.as_ref());
-
+    let bound = HostBound::of(ds, &p, &mut basis);
+    let gpu_thread = p.gpu_thread(ds);
+    let facts = split::thread_facts(ds, &p, gpu_thread, mains);
+    let busy = Busy::of(ds, &p, &bound, &mut basis);
+    let measured = busy.measured.as_ref();
+    let host_wait = (p.span_ns - busy.busy_ns).max(0);
+    let causes = split::causes(&facts, &busy.pieces, host_wait);
+    split::switch_notes(ds, pid, &facts, &mut basis);
+    let long = LongGaps::of(&bound.gaps, measured);
+    let utilization = gaps::utilization(p.span, &bound.busy, measured);
     let roles = op_roles(&ds.ops);
-    let sync = launches::sync_stats(ds, &roles, &calls);
-    let launch_stats = launches::launch_stats(ds, pid, &calls, span_ns, sync.syncs);
-    let step_period_ns = {
-        let sync_ts: Vec<i64> = calls
-            .iter()
-            .filter(|c| !c.nested && ds.op_class(c.op_id) == ingero_store::OpClass::Sync)
-            .map(|c| c.ts_ns)
-            .collect();
-        let mut d: Vec<i64> = sync_ts.windows(2).map(|w| w[1] - w[0]).collect();
-        crate::percentile::p50_p95_p99(&mut d).0
-    };
-    let mut by_stream: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
-    for c in calls.iter().filter(|c| !c.nested) {
-        let e = by_stream.entry(c.stream_key()).or_default();
-        e.0 += 1;
-        e.1 += c.dur_ns;
-    }
-    let streams = by_stream
-        .into_iter()
-        .map(|(stream, (n, api))| StreamIdle {
-            stream,
-            calls: n,
-            api_ns: api,
-        })
-        .collect();
+    let sync = launches::sync_stats(ds, &roles, &p.calls);
+    let launch_stats = launches::launch_stats(ds, pid, &p.calls, p.span_ns, sync.syncs);
     let rules = launches::rule_checks(
-        long_gaps.len(),
-        long_gaps.iter().map(|(a, b)| b - a).sum(),
+        long.gaps.len(),
+        long.total_ns(),
         &utilization,
         &sync,
         &launch_stats,
     );
-    let active_span_ns = (last_call_end - first_call).max(1);
+    let active_span_ns = (p.last_call_end - p.first_call).max(1);
     let active_wait = (host_wait - causes.before_first_call_ns - causes.after_last_call_ns).max(0);
-    let api_ns: i64 = bursts.iter().map(|s| s.api_ns()).sum::<i64>() + unplaced;
+    let api_ns: i64 = p.bursts.iter().map(|s| s.api_ns()).sum::<i64>() + bound.unplaced_ns;
     Some(ProcessIdle {
         pid,
         comm: ds.comm(pid).to_string(),
         gpu_thread,
-        span_ns,
-        busy_source: measured
-            .as_ref()
-            .map_or(BusySource::HostBound, |m| m.source),
+        span_ns: p.span_ns,
+        busy_source: measured.map_or(BusySource::HostBound, |m| m.source),
         busy_is_upper_bound: measured.is_none(),
-        busy_ns,
-        host_bound_busy_ns,
-        gpu: measured.as_ref().map(|m| m.gpu),
-        sampled_ns,
+        busy_ns: busy.busy_ns,
+        host_bound_busy_ns: bound.busy_ns,
+        gpu: measured.map(|m| m.gpu),
+        sampled_ns: busy.sampled_ns,
         others_on_gpu: measured
-            .as_ref()
             .map(|m| m.others_on_gpu.clone())
             .unwrap_or_default(),
         api_ns,
         host_wait_ns: host_wait,
-        idle_share: (host_wait as f64 / span_ns as f64).clamp(0.0, 1.0),
+        idle_share: (host_wait as f64 / p.span_ns as f64).clamp(0.0, 1.0),
         active_span_ns,
         active_idle_share: (active_wait as f64 / active_span_ns as f64).clamp(0.0, 1.0),
         causes,
-        long_gaps: long_gaps.len(),
-        long_gaps_ns: long_gaps.iter().map(|(a, b)| b - a).sum(),
-        longest_gaps,
-        host_gaps: host_long.len(),
-        step_period_ns,
+        long_gaps: long.gaps.len(),
+        long_gaps_ns: long.total_ns(),
+        longest_gaps: long.longest(ds.span.start_ns),
+        host_gaps: long.host.len(),
+        step_period_ns: calls::step_period_ns(ds, &p.calls),
         utilization,
         launches: launch_stats,
         sync,
-        streams,
+        streams: calls::streams(&p.calls),
         rules,
         basis,
     })
-}
-
-/// Busy share over equal chunks of the span, from the samples where they
-/// cover a chunk and from the host-side bound elsewhere.
-fn utilization(span: (i64, i64), bound: &[(i64, i64)], m: Option<&MeasuredBusy>) -> Utilization {
-    let n = UTILIZATION_CHUNKS;
-    let width = ((span.1 - span.0) / n as i64).max(1);
-    let mut busy_share = Vec::with_capacity(n);
-    let covered: Vec<(i64, i64)> = m.map_or_else(Vec::new, |m| {
-        union(
-            m.periods.iter().map(|p| (p.start_ns, p.end_ns)).collect(),
-            span,
-        )
-    });
-    for i in 0..n as i64 {
-        let c = (span.0 + i * width, span.0 + (i + 1) * width);
-        let mut b = 0.0;
-        if let Some(m) = m {
-            for p in &m.periods {
-                b += overlap((p.start_ns, p.end_ns), c) as f64 * p.busy;
-            }
-            for (a, z) in gaps(&covered, c) {
-                b += inside(bound, (a, z)) as f64;
-            }
-        } else {
-            b = inside(bound, c) as f64;
-        }
-        busy_share.push((b / width as f64).clamp(0.0, 1.0));
-    }
-    Utilization {
-        chunks: n,
-        low_chunks: busy_share.iter().filter(|b| **b < UTILIZATION_LOW).count(),
-        busy_share,
-        basis: if m.is_some() {
-            "NVML samples".to_string()
-        } else {
-            "host-side upper bound".to_string()
-        },
-    }
 }
