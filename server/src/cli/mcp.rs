@@ -1,6 +1,8 @@
 //! `ingero mcp`: serve trace databases to AI assistants over MCP.
 
 use crate::exit::BadArgument;
+use crate::mcp::capture::limits::parse_bytes;
+use crate::mcp::capture::CaptureLimits;
 use crate::mcp::{self, http::HttpOptions, Config};
 use anyhow::Context;
 use ingero_tools::library::Library;
@@ -23,9 +25,26 @@ pub struct Args {
     /// Folder list_databases and open_database may read [default: the folder of --db].
     #[arg(long, value_name = "DIR")]
     pub allow_dir: Option<PathBuf>,
-    /// Let clients start live captures (start_trace).
+    /// Let clients list this host's GPU processes and start live captures
+    /// (list_gpu_processes, start_trace).
     #[arg(long)]
     pub allow_capture: bool,
+    /// Longest a capture started by a client may run (e.g. 10m); a capture
+    /// asked for without a duration stops there [default: no limit].
+    #[arg(long, value_name = "DURATION", requires = "allow_capture")]
+    pub capture_max_duration: Option<String>,
+    /// Largest a capture's database may grow (e.g. 512M, 2G); the capture
+    /// stops cleanly when it gets there [default: no limit].
+    #[arg(long, value_name = "SIZE", requires = "allow_capture")]
+    pub capture_max_bytes: Option<String>,
+    /// Captures that may run at the same time.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        requires = "allow_capture"
+    )]
+    pub capture_max_concurrent: usize,
     /// Bearer token HTTP clients must send (or INGERO_TOKEN); required to bind beyond loopback.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
@@ -82,10 +101,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             BadArgument("--sql-timeout must be a positive number of seconds".into()).into(),
         );
     }
+    let capture_limits = capture_limits(&args)?;
     let config = Config {
         default_db,
         library,
         allow_capture: args.allow_capture,
+        capture_limits,
         sql_limits: SqlLimits {
             timeout: Duration::from_secs_f64(args.sql_timeout),
             ..SqlLimits::default()
@@ -99,6 +120,41 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => runtime.block_on(mcp::stdio::serve(config)),
         Some(options) => runtime.block_on(mcp::http::serve(config, options)),
     }
+}
+
+/// The operator's capture limits from the command line; a bad value exits 2
+/// saying what to give.
+fn capture_limits(args: &Args) -> anyhow::Result<CaptureLimits> {
+    let max_duration = match &args.capture_max_duration {
+        None => None,
+        Some(text) => match ingero_store::parse_duration_ns(text) {
+            Ok(ns) if ns > 0 => Some(Duration::from_nanos(ns as u64)),
+            _ => {
+                return Err(BadArgument(format!(
+                    "--capture-max-duration {text:?} is not a positive duration: give e.g. 30s, 10m or 1h"
+                ))
+                .into())
+            }
+        },
+    };
+    let max_bytes = args
+        .capture_max_bytes
+        .as_deref()
+        .map(parse_bytes)
+        .transpose()
+        .map_err(|e| BadArgument(format!("--capture-max-bytes {e}")))?;
+    if args.capture_max_concurrent == 0 {
+        return Err(BadArgument(
+            "--capture-max-concurrent must be at least 1 (leave out --allow-capture to refuse every capture)"
+                .into(),
+        )
+        .into());
+    }
+    Ok(CaptureLimits {
+        max_duration,
+        max_bytes,
+        max_concurrent: args.capture_max_concurrent,
+    })
 }
 
 /// Logs go to stderr, never stdout (stdout carries the protocol on stdio).

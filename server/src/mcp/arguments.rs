@@ -21,6 +21,8 @@ const MAX_PROBLEMS: usize = 5;
 /// Compiled input schemas of every tool, by tool name.
 pub struct ArgumentCheck {
     validators: HashMap<String, jsonschema::Validator>,
+    /// The arguments each tool accepts, for refusals of unknown ones.
+    accepted: HashMap<String, Vec<String>>,
 }
 
 impl ArgumentCheck {
@@ -28,14 +30,25 @@ impl ArgumentCheck {
     /// compile is a bug in this server, reported with the tool's name.
     pub fn new<'a>(tools: impl IntoIterator<Item = &'a Tool>) -> anyhow::Result<ArgumentCheck> {
         let mut validators = HashMap::new();
+        let mut accepted = HashMap::new();
         for tool in tools {
+            let names: Vec<String> = tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            accepted.insert(tool.name.to_string(), names);
             let schema = Value::Object(tool.input_schema.as_ref().clone());
             let validator = jsonschema::validator_for(&schema).map_err(|e| {
                 anyhow::anyhow!("input schema of tool {} does not compile: {e}", tool.name)
             })?;
             validators.insert(tool.name.to_string(), validator);
         }
-        Ok(ArgumentCheck { validators })
+        Ok(ArgumentCheck {
+            validators,
+            accepted,
+        })
     }
 
     /// `Ok` when `arguments` (absent counts as `{}`) satisfy the input schema
@@ -48,9 +61,10 @@ impl ArgumentCheck {
         let instance = Value::Object(arguments.cloned().unwrap_or_default());
         let mut problems: Vec<String> = Vec::new();
         let mut more = 0usize;
+        let accepted = self.accepted.get(tool).map_or(&[][..], Vec::as_slice);
         for error in validator.iter_errors(&instance) {
             if problems.len() < MAX_PROBLEMS {
-                problems.push(describe(&error));
+                problems.push(describe(&error, tool, accepted));
             } else {
                 more += 1;
             }
@@ -66,10 +80,14 @@ impl ArgumentCheck {
     }
 }
 
-/// One problem, as `argument: what is wrong`.
-fn describe(error: &ValidationError<'_>) -> String {
+/// One problem, as `argument: what is wrong`; `accepted` are the arguments
+/// of `tool`, listed when an unknown one is refused.
+fn describe(error: &ValidationError<'_>, tool: &str, accepted: &[String]) -> String {
     let at = argument_name(error);
     match error.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } if at.is_empty() => {
+            unknown_arguments(unexpected, tool, accepted)
+        }
         ValidationErrorKind::Required { property } => {
             let name = property
                 .as_str()
@@ -79,7 +97,7 @@ fn describe(error: &ValidationError<'_>) -> String {
         }
         ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
             match closest_branch(error, context) {
-                Some(inner) => describe(inner),
+                Some(inner) => describe(inner, tool, accepted),
                 None => format!(
                     "{}: {} is not of type {}",
                     label(&at),
@@ -94,6 +112,21 @@ fn describe(error: &ValidationError<'_>) -> String {
             error.masked_with(value_text(error.instance()))
         ),
     }
+}
+
+/// `unknown argument "db": start_trace accepts pid, pids, ...`.
+fn unknown_arguments(unexpected: &[String], tool: &str, accepted: &[String]) -> String {
+    let names: Vec<String> = unexpected.iter().map(|n| clip_quoted(n)).collect();
+    let which = match names.as_slice() {
+        [one] => format!("unknown argument {one}"),
+        many => format!("unknown arguments {}", many.join(", ")),
+    };
+    let takes = if accepted.is_empty() {
+        format!("{tool} takes no arguments")
+    } else {
+        format!("{tool} accepts {}", accepted.join(", "))
+    };
+    format!("{which}: {takes}")
 }
 
 /// The branch of a failed `anyOf` that got furthest: the first whose
@@ -249,6 +282,69 @@ mod tests {
             e.contains(r#"pids[1]: "x" is not of type "integer""#),
             "{e}"
         );
+    }
+
+    #[test]
+    fn unknown_arguments_are_refused_with_the_accepted_ones_listed() {
+        let e = check(
+            "start_trace",
+            json!({ "command": ["python", "x.py"], "db": "cap1.db", "duration": "6s" }),
+        )
+        .err()
+        .unwrap_or_default();
+        assert!(
+            e.starts_with(r#"invalid arguments for start_trace: unknown arguments "command", "db": start_trace accepts "#),
+            "{e}"
+        );
+        for name in [
+            "pid",
+            "pids",
+            "process_name",
+            "all_processes",
+            "duration",
+            "output",
+            "ring_size",
+        ] {
+            assert!(e.contains(name), "{name} missing: {e}");
+        }
+        let e = check("list_gpu_processes", json!({ "all": true }))
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            r#"invalid arguments for list_gpu_processes: unknown argument "all": list_gpu_processes takes no arguments"#
+        );
+    }
+
+    #[test]
+    fn every_tool_refuses_an_argument_it_does_not_have() {
+        let router = IngeroMcp::tool_router();
+        let check = ArgumentCheck::new(router.map.values().map(|r| &r.attr));
+        let Ok(check) = check else {
+            panic!("every input schema compiles");
+        };
+        let mut tools = 0;
+        for tool in router.list_all() {
+            assert_eq!(
+                tool.input_schema.get("additionalProperties"),
+                Some(&Value::Bool(false)),
+                "{}",
+                tool.name
+            );
+            let mut args = serde_json::Map::new();
+            args.insert("no_such_argument".into(), json!(1));
+            let e = check
+                .check(&tool.name, Some(&args))
+                .err()
+                .unwrap_or_default();
+            assert!(
+                e.contains(r#"unknown argument "no_such_argument""#),
+                "{}: {e}",
+                tool.name
+            );
+            tools += 1;
+        }
+        assert!(tools >= 15, "{tools} tools");
     }
 
     #[test]

@@ -39,8 +39,11 @@ pub struct Config {
     pub default_db: PathBuf,
     /// Folder `list_databases` and `open_database` are confined to.
     pub library: Library,
-    /// Whether `start_trace` may start a live capture.
+    /// Whether `start_trace` may start a live capture (and
+    /// `list_gpu_processes` list the host's GPU processes).
     pub allow_capture: bool,
+    /// What captures started over MCP may take.
+    pub capture_limits: capture::CaptureLimits,
     /// Limits for `run_sql`.
     pub sql_limits: SqlLimits,
 }

@@ -66,9 +66,14 @@ pub struct IngeroMcp {
 impl IngeroMcp {
     /// Builds the shared state from the configuration.
     pub fn shared(config: Config) -> anyhow::Result<Arc<Shared>> {
-        let capture = Capture::new(config.allow_capture, config.library.root().to_path_buf());
+        let capture = Capture::new(
+            config.allow_capture,
+            config.library.root().to_path_buf(),
+            config.capture_limits,
+        );
         let prompts = Prompts::load()?;
-        let router = Self::tool_router();
+        let mut router = Self::tool_router();
+        super::capture_tools::state_limits(&mut router, &config.capture_limits);
         let arguments = super::tool_calls::argument_check(&router)?;
         Ok(Arc::new(Shared {
             config,

@@ -61,12 +61,21 @@ pub(crate) fn argument_check(router: &ToolRouter<IngeroMcp>) -> anyhow::Result<A
     ArgumentCheck::new(router.map.values().map(|route| &route.attr))
 }
 
-/// Rewrites `tool`'s schemas with [`portable`].
+/// Rewrites `tool`'s schemas with [`portable`]; its input schema also
+/// closes the arguments object, so an argument the tool does not have
+/// (a misspelt or guessed name) is refused instead of silently ignored.
 fn make_portable(tool: &mut Tool) {
-    tool.input_schema = rewritten(&tool.input_schema, Side::Input);
+    tool.input_schema = closed(&rewritten(&tool.input_schema, Side::Input));
     if let Some(output) = &tool.output_schema {
         tool.output_schema = Some(rewritten(output, Side::Output));
     }
+}
+
+/// `schema` with `additionalProperties: false` at its root.
+fn closed(schema: &Arc<JsonObject>) -> Arc<JsonObject> {
+    let mut map = schema.as_ref().clone();
+    map.insert("additionalProperties".to_string(), Value::Bool(false));
+    Arc::new(map)
 }
 
 /// A portable copy of `schema`.

@@ -1,67 +1,32 @@
-//! Live capture behind the `start_trace`, `get_trace_status` and `stop_trace`
-//! tools: one capture at a time per server, driven through the capture engine
-//! (`ingero-probes`) in the background, writing a new database inside the
-//! allowed folder. Off unless the server runs with `--allow-capture`.
+//! Live capture behind the `list_gpu_processes`, `start_trace`,
+//! `get_trace_status` and `stop_trace` tools, driven through the capture
+//! engine (`ingero-probes`) in the background, writing new databases inside
+//! the allowed folder, within the operator's limits ([`limits`]). Off unless
+//! the server runs with `--allow-capture`.
 
-use ingero_probes::{CaptureConfig, CaptureHandle, Target};
+pub mod limits;
+pub mod processes;
+pub mod request;
+pub mod view;
+mod watch;
+
+pub use limits::CaptureLimits;
+pub use request::StartTraceArgs;
+pub use view::CaptureStatus;
+
+use ingero_probes::{CaptureConfig, CaptureHandle, StopReason, Target};
 use ingero_store::parse_duration_ns;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use limits::{bytes_text, duration_text};
+use processes::GpuProcesses;
+use request::Chosen;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+use view::CaptureBrief;
+use watch::SizeWatch;
 
-/// What a client asks to capture.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct StartTraceArgs {
-    /// Process id to trace (with every process it forks from now on); empty
-    /// traces every process on the machine. At most one pid per capture.
-    #[serde(default)]
-    pub pids: Vec<i32>,
-    /// How long to capture, e.g. "30s" or "5m"; runs until stop_trace (or the
-    /// traced process exits) when absent.
-    pub duration: Option<String>,
-    /// File name for the new database, created inside the allowed folder
-    /// (default: capture-<unix time>.db).
-    pub output: Option<String>,
-    /// Kernel ring buffer size, a power of two from "4K" to "1G" (default
-    /// "16M"); raise it when a capture reports records dropped in the kernel.
-    pub ring_size: Option<String>,
-}
-
-/// State of the capture, as reported to clients.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct CaptureStatus {
-    /// True while a capture is running.
-    pub running: bool,
-    /// Engine state: running, stopping, stopped or failed.
-    pub state: String,
-    /// Database being written, when running or just stopped.
-    pub output: Option<String>,
-    /// Events received from the kernel so far.
-    pub events: u64,
-    /// Of which CUDA calls.
-    pub cuda_calls: u64,
-    /// Of which host events.
-    pub host_events: u64,
-    /// Events lost before they could be stored.
-    pub lost: u64,
-    /// CUDA calls recorded without a return (thread exited inside the call,
-    /// or still running at the stop).
-    pub unfinished_calls: u64,
-    /// One sentence per warning: CUDA libraries that could not be probed and
-    /// fallbacks to one uprobe link per function, in the order they
-    /// happened, then each cause of loss with what to do about it.
-    pub warnings: Vec<String>,
-    /// Seconds since the capture started.
-    pub elapsed_s: f64,
-    /// CUDA library files probed.
-    pub libraries: Vec<String>,
-    /// Why the capture ended, once it has.
-    pub stop_reason: Option<String>,
-    /// What went wrong, if anything.
-    pub error: Option<String>,
-}
+/// Finished captures remembered for get_trace_status, besides running ones.
+const KEEP_FINISHED: usize = 16;
 
 /// Why capture cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -72,9 +37,14 @@ pub enum CaptureError {
     /// No capture has been started on this server.
     #[error("no capture has been started on this server (call start_trace first)")]
     NotStarted,
-    /// A capture is already running.
-    #[error("a capture is already running into {0}; stop it with stop_trace first")]
-    Busy(String),
+    /// As many captures as the operator allows are running.
+    #[error("{running} already running and this server allows {limit} at a time (--capture-max-concurrent); stop one with stop_trace first")]
+    Busy {
+        /// The running captures' databases.
+        running: String,
+        /// The operator's limit.
+        limit: usize,
+    },
     /// The request was malformed.
     #[error("{0}")]
     BadRequest(String),
@@ -83,57 +53,46 @@ pub enum CaptureError {
     Engine(String),
 }
 
+/// A capture in progress.
 struct Running {
     handle: CaptureHandle,
-    output: PathBuf,
+    watch: Option<SizeWatch>,
 }
 
-/// The last capture and how it ended.
-enum Slot {
-    Empty,
+/// Where one capture is in its life.
+enum Phase {
     Running(Running),
-    Done(CaptureStatus),
+    Done(Box<CaptureStatus>),
+}
+
+/// One capture started by this server.
+struct Entry {
+    /// Database file name inside the allowed folder.
+    name: String,
+    output: PathBuf,
+    target: Chosen,
+    /// True when the capture's duration is the operator's limit (none, or
+    /// none shorter, was asked), so reaching it is the limit's doing.
+    duration_is_limit: bool,
+    phase: Phase,
 }
 
 /// The capture controller shared by all sessions of one server.
 pub struct Capture {
     allowed: bool,
     output_dir: PathBuf,
-    slot: Mutex<Slot>,
-}
-
-fn engine_status(s: &ingero_probes::CaptureStatus, output: &Path) -> CaptureStatus {
-    let state = serde_json::to_value(s.state)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| format!("{:?}", s.state).to_lowercase());
-    CaptureStatus {
-        running: matches!(
-            s.state,
-            ingero_probes::CaptureState::Running | ingero_probes::CaptureState::Stopping
-        ),
-        state,
-        output: Some(output.display().to_string()),
-        events: s.events,
-        cuda_calls: s.cuda_calls,
-        host_events: s.host_events,
-        lost: s.drops,
-        unfinished_calls: s.unfinished_calls,
-        warnings: ingero_probes::render::warning_lines(s),
-        elapsed_s: s.elapsed_ms as f64 / 1000.0,
-        libraries: s.libraries.clone(),
-        stop_reason: None,
-        error: s.error.clone(),
-    }
+    limits: CaptureLimits,
+    entries: Mutex<Vec<Entry>>,
 }
 
 impl Capture {
     /// A controller that writes new databases into `output_dir`.
-    pub fn new(allowed: bool, output_dir: PathBuf) -> Capture {
+    pub fn new(allowed: bool, output_dir: PathBuf, limits: CaptureLimits) -> Capture {
         Capture {
             allowed,
             output_dir,
-            slot: Mutex::new(Slot::Empty),
+            limits,
+            entries: Mutex::new(Vec::new()),
         }
     }
 
@@ -145,7 +104,13 @@ impl Capture {
         }
     }
 
-    fn output_path(&self, name: Option<&str>) -> Result<PathBuf, CaptureError> {
+    fn lock(&self) -> Result<MutexGuard<'_, Vec<Entry>>, CaptureError> {
+        self.entries
+            .lock()
+            .map_err(|_| CaptureError::Engine("capture state poisoned".into()))
+    }
+
+    fn output_path(&self, name: Option<&str>) -> Result<(String, PathBuf), CaptureError> {
         let name = match name {
             Some(n) => n.to_string(),
             None => format!(
@@ -171,116 +136,313 @@ impl Capture {
                 "{name} already exists in the allowed folder; choose another name"
             )));
         }
-        Ok(path)
+        Ok((name, path))
+    }
+
+    /// The capture's length: what was asked, within the operator's limit;
+    /// and whether it is the limit.
+    fn duration(&self, asked: Option<&str>) -> Result<(Option<Duration>, bool), CaptureError> {
+        let asked = asked
+            .map(parse_duration_ns)
+            .transpose()
+            .map_err(|e| CaptureError::BadRequest(format!("duration: {e}")))?
+            .map(|ns| Duration::from_nanos(ns.max(0) as u64));
+        match (asked, self.limits.max_duration) {
+            (Some(a), Some(max)) if a > max => Err(CaptureError::BadRequest(format!(
+                "duration {} is longer than this server allows (--capture-max-duration {}): ask for at most {}",
+                duration_text(a),
+                duration_text(max),
+                duration_text(max)
+            ))),
+            (Some(a), _) => Ok((Some(a), false)),
+            (None, Some(max)) => Ok((Some(max), true)),
+            (None, None) => Ok((None, false)),
+        }
     }
 
     /// Starts a capture.
     pub fn start(&self, args: &StartTraceArgs) -> Result<CaptureStatus, CaptureError> {
-        tracing::info!(pids = ?args.pids, duration = ?args.duration, output = ?args.output, "start_trace requested");
+        tracing::info!(pid = ?args.pid, pids = ?args.pids, process_name = ?args.process_name,
+            all_processes = args.all_processes, duration = ?args.duration, output = ?args.output,
+            "start_trace requested");
         self.check()?;
-        let target = match args.pids.as_slice() {
-            [] => Target::AllProcesses,
-            [pid] if *pid > 0 => Target::Pid(*pid),
-            [pid] => return Err(CaptureError::BadRequest(format!("bad pid {pid}"))),
-            _ => {
-                return Err(CaptureError::BadRequest(
-                    "one pid per capture: its children are followed automatically".into(),
-                ))
-            }
-        };
-        let duration = args
-            .duration
-            .as_deref()
-            .map(parse_duration_ns)
-            .transpose()
-            .map_err(|e| CaptureError::BadRequest(e.to_string()))?
-            .map(|ns| Duration::from_nanos(ns.max(0) as u64));
+        let chosen = request::choose(args, || ingero_probes::gpu_processes::list().processes)?;
+        let (duration, duration_is_limit) = self.duration(args.duration.as_deref())?;
         let ring_bytes = args
             .ring_size
             .as_deref()
             .map(ingero_probes::config::parse_ring_size)
             .transpose()
             .map_err(|e| CaptureError::BadRequest(format!("ring_size: {e}")))?;
-        let mut slot = self
-            .slot
-            .lock()
-            .map_err(|_| CaptureError::Engine("capture state poisoned".into()))?;
-        if let Slot::Running(r) = &*slot {
-            if !r.handle.is_finished() {
-                return Err(CaptureError::Busy(r.output.display().to_string()));
-            }
+        let mut entries = self.lock()?;
+        self.collect_finished(&mut entries);
+        let running: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| matches!(e.phase, Phase::Running(_)))
+            .collect();
+        if running.len() >= self.limits.max_concurrent {
+            let names: Vec<&str> = running.iter().map(|e| e.name.as_str()).collect();
+            let running = match names.as_slice() {
+                [one] => format!("a capture is already running into {one}"),
+                many => format!(
+                    "{} captures are already running ({})",
+                    many.len(),
+                    many.join(", ")
+                ),
+            };
+            return Err(CaptureError::Busy {
+                running,
+                limit: self.limits.max_concurrent,
+            });
         }
-        let output = self.output_path(args.output.as_deref())?;
-        let mut config = CaptureConfig::new(target, output.clone());
+        if let Some(other) = already_traced(&running, &chosen.target) {
+            return Err(CaptureError::BadRequest(format!(
+                "{} is already traced by the capture into {other}",
+                chosen.description
+            )));
+        }
+        let (name, output) = self.output_path(args.output.as_deref())?;
+        let mut config = CaptureConfig::new(chosen.target.clone(), output.clone());
         config.duration = duration;
         if let Some(bytes) = ring_bytes {
             config.ring_bytes = bytes;
         }
         let handle =
             ingero_probes::start(config).map_err(|e| CaptureError::Engine(e.to_string()))?;
-        let status = engine_status(&handle.status(), &output);
-        *slot = Slot::Running(Running { handle, output });
-        Ok(status)
+        let watch = match self.limits.max_bytes {
+            Some(max) => match SizeWatch::start(output.clone(), max, handle.stopper()) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    let _ = handle.stop();
+                    return Err(CaptureError::Engine(format!(
+                        "cannot watch the database size: {e}"
+                    )));
+                }
+            },
+            None => None,
+        };
+        entries.push(Entry {
+            name,
+            output,
+            target: chosen,
+            duration_is_limit,
+            phase: Phase::Running(Running { handle, watch }),
+        });
+        let at = entries.len() - 1;
+        Ok(self.report(&entries, at))
     }
 
-    /// Reports the running (or last) capture.
-    pub fn status(&self) -> Result<CaptureStatus, CaptureError> {
+    /// Reports the capture into `output`, or the newest one.
+    pub fn status(&self, output: Option<&str>) -> Result<CaptureStatus, CaptureError> {
         self.check()?;
-        let slot = self
-            .slot
-            .lock()
-            .map_err(|_| CaptureError::Engine("capture state poisoned".into()))?;
-        match &*slot {
-            Slot::Empty => Err(CaptureError::NotStarted),
-            Slot::Running(r) => Ok(engine_status(&r.handle.status(), &r.output)),
-            Slot::Done(s) => Ok(s.clone()),
-        }
+        let mut entries = self.lock()?;
+        self.collect_finished(&mut entries);
+        let at = match output {
+            Some(name) => find(&entries, name)?,
+            None => entries
+                .len()
+                .checked_sub(1)
+                .ok_or(CaptureError::NotStarted)?,
+        };
+        Ok(self.report(&entries, at))
     }
 
-    /// Stops the running capture (or collects one that ended by itself) and
-    /// returns its final state; the database is then complete.
-    pub fn stop(&self) -> Result<CaptureStatus, CaptureError> {
+    /// Stops the capture into `output`, or the one running (or collects
+    /// one that ended by itself) and returns its final state; the database
+    /// is then complete.
+    pub fn stop(&self, output: Option<&str>) -> Result<CaptureStatus, CaptureError> {
         self.check()?;
-        let mut slot = self
-            .slot
-            .lock()
-            .map_err(|_| CaptureError::Engine("capture state poisoned".into()))?;
-        match std::mem::replace(&mut *slot, Slot::Empty) {
-            Slot::Empty => Err(CaptureError::NotStarted),
-            Slot::Done(s) => {
-                *slot = Slot::Done(s.clone());
-                Ok(s)
-            }
-            Slot::Running(r) => {
-                let result = r.handle.stop();
-                let status = match result {
-                    Ok(summary) => {
-                        let mut s = engine_status(&summary.status, &r.output);
-                        s.running = false;
-                        s.stop_reason = serde_json::to_value(summary.reason)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string));
-                        s
+        let mut entries = self.lock()?;
+        let at = match output {
+            Some(name) => find(&entries, name)?,
+            None => {
+                let running: Vec<usize> = (0..entries.len())
+                    .filter(|&i| matches!(entries[i].phase, Phase::Running(_)))
+                    .collect();
+                match running.as_slice() {
+                    [one] => *one,
+                    [] => entries
+                        .len()
+                        .checked_sub(1)
+                        .ok_or(CaptureError::NotStarted)?,
+                    several => {
+                        let names: Vec<&str> =
+                            several.iter().map(|&i| entries[i].name.as_str()).collect();
+                        return Err(CaptureError::BadRequest(format!(
+                            "{} captures are running ({}): name the one to stop with output",
+                            names.len(),
+                            names.join(", ")
+                        )));
                     }
-                    Err(e) => CaptureStatus {
-                        running: false,
-                        state: "failed".into(),
-                        output: Some(r.output.display().to_string()),
-                        events: 0,
-                        cuda_calls: 0,
-                        host_events: 0,
-                        lost: 0,
-                        unfinished_calls: 0,
-                        warnings: Vec::new(),
-                        elapsed_s: 0.0,
-                        libraries: Vec::new(),
-                        stop_reason: None,
-                        error: Some(e.to_string()),
-                    },
-                };
-                *slot = Slot::Done(status.clone());
-                Ok(status)
+                }
+            }
+        };
+        self.finish(&mut entries[at]);
+        Ok(self.report(&entries, at))
+    }
+
+    /// The running captures' targets and database names.
+    pub fn running_targets(&self) -> Vec<(Target, String)> {
+        let Ok(mut entries) = self.lock() else {
+            return Vec::new();
+        };
+        self.collect_finished(&mut entries);
+        entries
+            .iter()
+            .filter(|e| matches!(e.phase, Phase::Running(_)))
+            .map(|e| (e.target.target.clone(), e.name.clone()))
+            .collect()
+    }
+
+    /// The host's GPU processes, marked with the captures tracing them.
+    pub fn gpu_processes(&self) -> Result<GpuProcesses, CaptureError> {
+        self.check()?;
+        let running = self.running_targets();
+        Ok(processes::mark(
+            ingero_probes::gpu_processes::list(),
+            &running,
+        ))
+    }
+
+    /// Collects every capture that ended by itself (duration, limit, target
+    /// exit), so its status says why; forgets the oldest finished ones.
+    fn collect_finished(&self, entries: &mut Vec<Entry>) {
+        for e in entries.iter_mut() {
+            if matches!(&e.phase, Phase::Running(r) if r.handle.is_finished()) {
+                self.finish(e);
             }
         }
+        let finished = entries
+            .iter()
+            .filter(|e| matches!(e.phase, Phase::Done(_)))
+            .count();
+        let mut extra = finished.saturating_sub(KEEP_FINISHED);
+        entries.retain(|e| {
+            let drop = extra > 0 && matches!(e.phase, Phase::Done(_));
+            extra -= usize::from(drop);
+            !drop
+        });
     }
+
+    /// Stops `e` if it runs and records its final status.
+    fn finish(&self, e: &mut Entry) {
+        if matches!(e.phase, Phase::Done(_)) {
+            return;
+        }
+        let lost = view::failed(
+            &e.output,
+            "the capture's state was lost while stopping".into(),
+            self.limits.view(),
+        );
+        let Phase::Running(r) = std::mem::replace(&mut e.phase, Phase::Done(Box::new(lost))) else {
+            return;
+        };
+        let result = r.handle.stop();
+        let size_reached = r.watch.map(SizeWatch::finish).unwrap_or(false);
+        let status = match result {
+            Ok(summary) => {
+                let mut s = view::from_engine(&summary.status, &e.output, self.limits.view());
+                s.running = false;
+                let (reason, limit) =
+                    self.reason(summary.reason, size_reached, e.duration_is_limit);
+                s.stop_reason = Some(reason);
+                s.limit_reached = limit;
+                s
+            }
+            Err(err) => view::failed(&e.output, err.to_string(), self.limits.view()),
+        };
+        e.phase = Phase::Done(Box::new(status));
+    }
+
+    /// Why a capture ended, and the operator limit's sentence when one did it.
+    fn reason(
+        &self,
+        engine: StopReason,
+        size_reached: bool,
+        duration_is_limit: bool,
+    ) -> (String, Option<String>) {
+        match engine {
+            StopReason::Requested if size_reached => {
+                let max = self.limits.max_bytes.map(bytes_text).unwrap_or_default();
+                (
+                    "max_bytes".into(),
+                    Some(format!(
+                        "stopped when its database reached this server's size limit \
+                         (--capture-max-bytes {max}); everything recorded until then is in it"
+                    )),
+                )
+            }
+            StopReason::Duration if duration_is_limit => {
+                let max = self
+                    .limits
+                    .max_duration
+                    .map(duration_text)
+                    .unwrap_or_default();
+                (
+                    "max_duration".into(),
+                    Some(format!(
+                        "stopped at this server's time limit (--capture-max-duration {max}); \
+                         everything recorded until then is in the database"
+                    )),
+                )
+            }
+            other => (
+                serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_else(|| format!("{other:?}").to_lowercase()),
+                None,
+            ),
+        }
+    }
+
+    /// The status of `entries[at]` with the list of every capture.
+    fn report(&self, entries: &[Entry], at: usize) -> CaptureStatus {
+        let e = &entries[at];
+        let mut s = match &e.phase {
+            Phase::Running(r) => {
+                view::from_engine(&r.handle.status(), &e.output, self.limits.view())
+            }
+            Phase::Done(s) => s.as_ref().clone(),
+        };
+        s.target = e.target.description.clone();
+        s.database_bytes = view::database_bytes(&e.output);
+        s.captures = entries
+            .iter()
+            .map(|e| CaptureBrief {
+                output: e.name.clone(),
+                running: matches!(e.phase, Phase::Running(_)),
+            })
+            .collect();
+        s
+    }
+}
+
+/// The capture (database name) among `running` that already traces `target`.
+fn already_traced(running: &[&Entry], target: &Target) -> Option<String> {
+    running.iter().find_map(|e| {
+        let overlaps = match (&e.target.target, target) {
+            (Target::AllProcesses, _) | (_, Target::AllProcesses) => true,
+            (Target::Pid(root), Target::Pid(pid)) => {
+                ingero_probes::procs::tree(*root).contains(pid)
+            }
+            _ => false,
+        };
+        overlaps.then(|| e.name.clone())
+    })
+}
+
+/// The index of the capture into `name`.
+fn find(entries: &[Entry], name: &str) -> Result<usize, CaptureError> {
+    entries.iter().rposition(|e| e.name == name).ok_or_else(|| {
+        let known: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        if known.is_empty() {
+            CaptureError::NotStarted
+        } else {
+            CaptureError::BadRequest(format!(
+                "no capture into {name:?} on this server; its captures: {}",
+                known.join(", ")
+            ))
+        }
+    })
 }
