@@ -85,6 +85,8 @@ const BRIEF_CHAIN: &[&str] = &[
 ];
 /// Report fields that `brief` leaves out.
 const BRIEF_REPORT_DROPS: &[&str] = &["symptoms"];
+/// How to get what `brief` leaves out (the last `left_out` item).
+const FULL_HINT: &str = "call get_causal_chains with detail \"full\" for these";
 /// Processes `brief` lists.
 const BRIEF_PROCESSES: usize = 3;
 
@@ -93,22 +95,22 @@ impl ChainsView {
     pub fn new(report: ChainReport, detail: Detail) -> ChainsView {
         let mut left_out = Vec::new();
         if detail == Detail::Brief {
-            let more = " (call get_causal_chains with detail \"full\")";
             if report.chains.len() > 1 {
                 left_out.push(format!(
-                    "root cause, evidence and fix of findings 2-{}{more}",
+                    "root cause, evidence and fix of findings 2-{}",
                     report.chains.len()
                 ));
             }
-            left_out.push(format!(
-                "steps of each finding; rule checks, longest gaps, launch, sync and stream statistics per process; CUDA symptoms{more}"
-            ));
+            left_out.push(
+                "steps of each finding; rule checks, longest gaps, launch, sync and stream statistics per process; CUDA symptoms".to_string(),
+            );
             if report.gpu_idle.len() > BRIEF_PROCESSES {
                 left_out.push(format!(
-                    "{} more GPU-driving processes{more}",
+                    "{} more GPU-driving processes",
                     report.gpu_idle.len() - BRIEF_PROCESSES
                 ));
             }
+            left_out.push(FULL_HINT.to_string());
         }
         ChainsView {
             headline: headline(&report),
@@ -170,8 +172,9 @@ impl ChainsView {
                         c.start_offset_s,
                         c.end_offset_s
                     );
-                    let _ = writeln!(s, "   {}", c.summary);
-                    if i == 0 {
+                    if i > 0 {
+                        let _ = writeln!(s, "   {}", c.summary);
+                    } else {
                         let _ = writeln!(s, "   root cause: {}", c.root_cause);
                         let _ = writeln!(s, "   evidence: {}", evidence_line(c));
                         let _ = writeln!(s, "   fix: {}", c.fix);
@@ -182,8 +185,8 @@ impl ChainsView {
         for n in &r.notes {
             let _ = writeln!(s, "note: {n}");
         }
-        for l in &self.left_out {
-            let _ = writeln!(s, "left out: {l}");
+        if let Some((hint, items)) = self.left_out.split_last() {
+            let _ = writeln!(s, "left out: {} ({hint})", items.join("; "));
         }
         s
     }
@@ -303,21 +306,31 @@ fn source_said(p: &ProcessIdle) -> &'static str {
     }
 }
 
+/// Parts of the idle time under this share are summed, not listed, in the
+/// brief text.
+const SMALL_PART: f64 = 0.01;
+
 /// Two lines per process: the idle share, then the split of the idle time.
 fn idle_lines(p: &ProcessIdle) -> String {
-    let parts: Vec<String> = p
-        .causes
-        .labelled()
+    let whole = p.host_wait_ns.max(1) as f64;
+    let all = p.causes.labelled();
+    let (big, small): (Vec<_>, Vec<_>) = all
         .iter()
         .filter(|(_, v)| *v > 0)
-        .map(|(label, v)| {
-            format!(
-                "{label} {} ({})",
-                ns(*v),
-                pct(*v as f64 / p.host_wait_ns.max(1) as f64)
-            )
-        })
+        .partition(|(_, v)| *v as f64 / whole >= SMALL_PART);
+    let mut parts: Vec<String> = big
+        .iter()
+        .map(|(label, v)| format!("{label} {} ({})", ns(*v), pct(*v as f64 / whole)))
         .collect();
+    if !small.is_empty() {
+        let sum: i64 = small.iter().map(|(_, v)| *v).sum();
+        parts.push(format!(
+            "{} smaller parts {} ({})",
+            small.len(),
+            ns(sum),
+            pct(sum as f64 / whole)
+        ));
+    }
     format!(
         "  pid {} {}: GPU idle {}{} of {} ({} from the first to the last CUDA call); busy {}{}{}\n      while the GPU idled ({}), GPU thread {} was: {}\n",
         p.pid,
