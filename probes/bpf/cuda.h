@@ -54,6 +54,34 @@ struct {
 	__type(value, u32);
 } call_depth SEC(".maps");
 
+/*
+ * Launches by level, per CPU: [0] runtime launches entered (cudaLaunchKernel
+ * and its variants), [1] driver launches entered inside another probed call
+ * (cuLaunchKernel and its variants, as the runtime makes them). When every
+ * runtime launch reaches a driver launch, user space stops probing the
+ * runtime side: the driver probe sees each launch once, with its geometry.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, u32);
+	__type(value, u64);
+} launch_levels SEC(".maps");
+
+static __always_inline void count_launch_level(u32 op, int nested)
+{
+	u32 slot;
+	if (op == 3 || (op >= 15 && op <= 19))
+		slot = 0;
+	else if (nested && (op == 101 || (op >= 113 && op <= 117)))
+		slot = 1;
+	else
+		return;
+	u64 *n = bpf_map_lookup_elem(&launch_levels, &slot);
+	if (n)
+		*n += 1;
+}
+
 /* Integer argument n (1-based) at function entry, System V x86-64 ABI. */
 static __always_inline u64 reg_arg(struct ingero_regs *r, int n)
 {
@@ -139,6 +167,7 @@ static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
 	v->ts = bpf_ktime_get_ns();
 	v->pid = (u32)(id >> 32);
 	v->flags = depth && *depth > 0 ? REC_CUDA_NESTED : 0;
+	count_launch_level(op, v->flags != 0);
 	if (bpf_map_update_elem(&calls, &k, v, BPF_NOEXIST) == 0) {
 		if (depth) {
 			*depth += 1;

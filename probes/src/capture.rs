@@ -163,6 +163,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     let mut tracked = probes.take_tracked()?;
     let losses = probes.take_losses()?;
     let open_calls = probes.take_open_calls()?;
+    let launch_levels = probes.take_launch_levels()?;
     let ring = probes.take_ring()?;
 
     for lib in &config.libraries {
@@ -361,6 +362,8 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         probes: Some(probes),
         losses,
         open_calls,
+        launch_levels,
+        launch_level: crate::launch_level::LaunchLevelState::Both,
         writer: wtx,
         writer_thread: Some(writer_thread),
         notices: nrx,

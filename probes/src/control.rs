@@ -5,6 +5,7 @@
 use crate::clock::Clock;
 use crate::discovery;
 use crate::launch::HeldChild;
+use crate::launch_level::{LaunchLevelState, LaunchLevels, RUNTIME_LAUNCH_OPS};
 use crate::loader::{AttachOutcome, LossCounters, Probes};
 use crate::nvml::sampler::GpuSampler;
 use crate::nvml::{GpuSamplerStatus, TracedPids};
@@ -64,6 +65,10 @@ pub struct Control {
     pub losses: LossCounters,
     /// Kernel table of calls in flight, read at stop.
     pub open_calls: OpenCalls,
+    /// Kernel counters of launches by level.
+    pub launch_levels: LaunchLevels,
+    /// Whether the runtime launch probes are still attached.
+    pub launch_level: LaunchLevelState,
     /// To the writer.
     pub writer: SyncSender<WriterMsg>,
     /// Writer thread.
@@ -146,6 +151,7 @@ impl Control {
                 next_second = now + SECOND;
                 self.send(WriterMsg::Snapshot(sampler.sample(self.clock.now_epoch())));
                 last_losses = self.record_losses(last_losses, self.clock.now_epoch());
+                self.settle_launch_level();
                 if let (Some(root), false) = (self.root, self.trace_all) {
                     if self.child.is_none() {
                         self.attach_from_maps(root, &mut failed_libs);
@@ -171,6 +177,46 @@ impl Control {
             std::thread::sleep(TICK);
         };
         self.shutdown(reason, command_exit, last_losses, known, exited, sampler)
+    }
+
+    /// Once a second: detaches the runtime launch probes when the driver
+    /// level sees every launch (see [`crate::launch_level`]).
+    fn settle_launch_level(&mut self) {
+        let Some(probes) = self.probes.as_mut() else {
+            return;
+        };
+        self.launch_level = match self.launch_level {
+            LaunchLevelState::Both => {
+                if !probes.has_runtime_launch_links() {
+                    LaunchLevelState::Kept
+                } else if self.launch_levels.read().runtime_level_redundant() {
+                    probes.detach_runtime_launch_entries();
+                    LaunchLevelState::Draining { waited_s: 0 }
+                } else {
+                    LaunchLevelState::Both
+                }
+            }
+            LaunchLevelState::Draining { waited_s } => {
+                if !self.open_calls.any_open(&RUNTIME_LAUNCH_OPS) {
+                    probes.detach_runtime_launch_returns();
+                    let c = self.launch_levels.read();
+                    tracing::info!(
+                        runtime_launches = c.runtime,
+                        nested_driver_launches = c.nested_driver,
+                        "every runtime launch reached cuLaunchKernel: launches are probed at the driver only from now on"
+                    );
+                    LaunchLevelState::DriverOnly
+                } else if waited_s >= 10 {
+                    // A launch blocked this long: leave its return probe in place.
+                    LaunchLevelState::Kept
+                } else {
+                    LaunchLevelState::Draining {
+                        waited_s: waited_s + 1,
+                    }
+                }
+            }
+            s => s,
+        };
     }
 
     fn send(&self, msg: WriterMsg) {

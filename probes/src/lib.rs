@@ -22,6 +22,7 @@ pub mod gpu_processes;
 pub mod histogram;
 mod holder;
 pub mod launch;
+pub mod launch_level;
 pub mod loader;
 mod multi_uprobe;
 pub mod nvml;

@@ -111,6 +111,10 @@ pub struct Probes {
     paused: Option<Array<MapData, u32>>,
     multi: Option<MultiUprobes>,
     warnings: Arc<Warnings>,
+    /// The runtime launch functions' own multi-uprobe links (return, entry),
+    /// kept apart so they can go once the driver level sees every launch
+    /// (see [`crate::launch_level`]).
+    runtime_launch: Vec<[Option<std::os::fd::OwnedFd>; 2]>,
 }
 
 fn load_err(e: impl std::fmt::Display) -> CaptureError {
@@ -203,6 +207,7 @@ impl Probes {
             attached: HashSet::new(),
             libraries: Vec::new(),
             links: Vec::new(),
+            runtime_launch: Vec::new(),
             paused: Some(paused),
             multi,
             warnings,
@@ -299,10 +304,27 @@ impl Probes {
                     op_id: u64::from(o.id),
                 })
                 .collect();
-            match multi.attach(path, &points) {
-                Ok(links) => {
+            // The runtime's launch functions get links of their own.
+            let (launch, rest): (Vec<ProbePoint>, Vec<ProbePoint>) =
+                points.into_iter().partition(|p| {
+                    kind == LibraryKind::Runtime
+                        && crate::launch_level::RUNTIME_LAUNCH_OPS.contains(&(p.op_id as u32))
+                });
+            let attached = multi.attach(path, &rest).and_then(|links| {
+                let launch_links = if launch.is_empty() {
+                    None
+                } else {
+                    Some(multi.attach(path, &launch)?)
+                };
+                Ok((links, launch_links))
+            });
+            match attached {
+                Ok((links, launch_links)) => {
                     self.links
                         .extend(links.map(|l| Box::new(l) as Box<dyn Send>));
+                    if let Some([ret, enter]) = launch_links {
+                        self.runtime_launch.push([Some(ret), Some(enter)]);
+                    }
                     attached_multi = true;
                 }
                 Err(e) => self.warnings.record(
@@ -339,6 +361,42 @@ impl Probes {
         self.attached.insert(key);
         self.libraries.push(path.to_path_buf());
         Ok(AttachOutcome::Attached(count))
+    }
+
+    /// Takes the kernel's launch counters by level.
+    pub fn take_launch_levels(
+        &mut self,
+    ) -> Result<crate::launch_level::LaunchLevels, CaptureError> {
+        let map = self
+            .ebpf
+            .take_map("launch_levels")
+            .ok_or_else(|| load_err("no launch_levels map"))?;
+        Ok(crate::launch_level::LaunchLevels::new(
+            PerCpuArray::try_from(map).map_err(load_err)?,
+        ))
+    }
+
+    /// True when some runtime launch functions have links of their own.
+    pub fn has_runtime_launch_links(&self) -> bool {
+        self.runtime_launch
+            .iter()
+            .any(|l| l.iter().any(Option::is_some))
+    }
+
+    /// Detaches the entry side of the runtime launch probes: no new runtime
+    /// launch is seen from now on (the driver probe sees it).
+    pub fn detach_runtime_launch_entries(&mut self) {
+        for l in &mut self.runtime_launch {
+            drop(l[1].take());
+        }
+    }
+
+    /// Detaches the return side of the runtime launch probes (call once no
+    /// runtime launch is in flight).
+    pub fn detach_runtime_launch_returns(&mut self) {
+        for l in &mut self.runtime_launch {
+            drop(l[0].take());
+        }
     }
 
     /// Makes every program return at once; nothing more is recorded.
@@ -418,6 +476,7 @@ impl Drop for Probes {
         self.pause();
         let holder = crate::holder::Holder::spawn();
         drop(std::mem::take(&mut self.links));
+        drop(std::mem::take(&mut self.runtime_launch));
         if let Some(h) = holder {
             // Our references to the maps and programs go too before release.
             self.paused = None;

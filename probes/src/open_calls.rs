@@ -65,6 +65,15 @@ impl OpenCalls {
         })
     }
 
+    /// True while some thread is inside one of the functions `ops`
+    /// (catalogue ids) as far as the table knows.
+    pub fn any_open(&self, ops: &[u32]) -> bool {
+        self.map
+            .keys()
+            .filter_map(Result::ok)
+            .any(|k| ops.contains(&k.op))
+    }
+
     /// The calls left in the table, as store rows ending at `stopped_ns`
     /// (epoch ns), oldest first. Call once, after the probes are detached.
     pub fn left_open(&self, clock: &Clock, stopped_ns: i64) -> Vec<CudaCall> {

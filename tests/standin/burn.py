@@ -1,6 +1,8 @@
 """Stand-in Python process for the stack sampling tests: spends the given
-seconds (argv[1], default 1.5) in the pure-Python function ingero_py_spin,
-called from ingero_py_outer, then prints how many rounds it made."""
+seconds of CPU time (argv[1], default 1.5; thread CPU time, so a busy machine
+stretches the wall time, not the work) in the pure-Python function
+ingero_py_spin, called from ingero_py_outer, then prints how many rounds it
+made."""
 import sys
 import time
 
@@ -14,8 +16,8 @@ def ingero_py_spin(n):
 
 def ingero_py_outer(seconds):
     rounds = 0
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
         ingero_py_spin(20000)
         rounds += 1
     return rounds

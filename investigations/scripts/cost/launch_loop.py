@@ -1,0 +1,53 @@
+"""A launch-bound loop for measuring what a capture costs: `x.add_(1)` on
+1,024 floats, BATCH launches per synchronisation, for SECONDS of steady
+state after a warm-up. Prints one JSON line:
+  start_ns      time.time_ns() at the first statement (before importing torch)
+  first_cuda_ns just before the first CUDA call
+  launches, steady_s, launches_per_s over the steady phase
+  end_ns        just before exiting
+Usage: launch_loop.py SECONDS [BATCH]
+"""
+import time
+
+START_NS = time.time_ns()
+import json
+import sys
+
+import torch
+
+
+def main() -> None:
+    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 6.0
+    batch = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+    first_cuda_ns = time.time_ns()
+    x = torch.zeros(1024, device="cuda")
+    for _ in range(3):
+        for _ in range(batch):
+            x.add_(1)
+        torch.cuda.synchronize()
+    launches = 0
+    t0 = time.perf_counter()
+    stop = t0 + seconds
+    while time.perf_counter() < stop:
+        for _ in range(batch):
+            x.add_(1)
+        torch.cuda.synchronize()
+        launches += batch
+    steady = time.perf_counter() - t0
+    print(
+        json.dumps(
+            {
+                "start_ns": START_NS,
+                "first_cuda_ns": first_cuda_ns,
+                "launches": launches,
+                "steady_s": round(steady, 4),
+                "launches_per_s": round(launches / steady, 1),
+                "end_ns": time.time_ns(),
+            }
+        ),
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+//! One probed level per kernel launch.
+//!
+//! The CUDA runtime's launch (`cudaLaunchKernel` and its variants) makes
+//! the driver's (`cuLaunchKernel`), so a launch through the runtime passes
+//! two probed functions, and each costs a trap on entry and one on return.
+//! The driver probe alone sees every launch, those the runtime makes and
+//! those a JIT makes directly (Triton), with the grid and block sizes. The
+//! kernel side counts, per CPU, runtime launches entered and driver
+//! launches entered inside another probed call; once the capture has seen
+//! enough runtime launches and every one of them reached a driver launch,
+//! the runtime launch probes are detached: first their entry side, then,
+//! once no runtime launch is in flight, their return side (a call entered
+//! before the entry side went still returns through it).
+
+use aya::maps::{MapData, PerCpuArray};
+
+/// Catalogue ids of the runtime launch functions (store/src/catalog.rs).
+pub const RUNTIME_LAUNCH_OPS: [u32; 6] = [3, 15, 16, 17, 18, 19];
+
+/// Runtime launches to see before deciding.
+pub const MIN_RUNTIME_LAUNCHES: u64 = 1_000;
+
+/// The kernel's launch counters (`launch_levels` in `bpf/cuda.h`).
+pub struct LaunchLevels {
+    map: PerCpuArray<MapData, u64>,
+}
+
+/// Launches counted so far, summed over CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaunchCounts {
+    /// Runtime launches entered.
+    pub runtime: u64,
+    /// Driver launches entered inside another probed call.
+    pub nested_driver: u64,
+}
+
+impl LaunchCounts {
+    /// True when the runtime level adds nothing the driver level does not
+    /// see: enough runtime launches, and (within 1%, for launches counted
+    /// on another CPU between the two reads) each reached a driver launch.
+    pub fn runtime_level_redundant(&self) -> bool {
+        self.runtime >= MIN_RUNTIME_LAUNCHES && self.nested_driver * 100 >= self.runtime * 99
+    }
+}
+
+impl LaunchLevels {
+    /// Wraps the map taken from the loaded object.
+    pub fn new(map: PerCpuArray<MapData, u64>) -> LaunchLevels {
+        LaunchLevels { map }
+    }
+
+    /// Reads the current totals.
+    pub fn read(&self) -> LaunchCounts {
+        let sum = |slot: u32| -> u64 {
+            self.map
+                .get(&slot, 0)
+                .map(|v| v.iter().copied().sum())
+                .unwrap_or(0)
+        };
+        LaunchCounts {
+            runtime: sum(0),
+            nested_driver: sum(1),
+        }
+    }
+}
+
+/// Where the capture stands with the runtime launch probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchLevelState {
+    /// Both levels probed; counting.
+    Both,
+    /// Entry side detached; waiting for calls in flight to return.
+    Draining {
+        /// Seconds waited so far.
+        waited_s: u32,
+    },
+    /// Only the driver level is probed.
+    DriverOnly,
+    /// Both levels stay probed (not redundant, or no separate links).
+    Kept,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runtime_level_goes_only_when_every_runtime_launch_reached_the_driver() {
+        let c = |runtime, nested_driver| LaunchCounts {
+            runtime,
+            nested_driver,
+        };
+        assert!(!c(999, 999).runtime_level_redundant(), "too few to tell");
+        assert!(c(1_000, 1_000).runtime_level_redundant());
+        assert!(c(100_000, 99_500).runtime_level_redundant());
+        assert!(!c(100_000, 90_000).runtime_level_redundant());
+        assert!(
+            !c(5_000, 0).runtime_level_redundant(),
+            "a runtime that does not reach cuLaunchKernel"
+        );
+    }
+}

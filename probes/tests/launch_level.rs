@@ -1,0 +1,110 @@
+//! One probed level per launch, with real uprobes on the stand-in
+//! libraries: when the runtime's launches all reach the driver's (the
+//! stand-in runtime calls its driver as the real one does), the capture
+//! stops probing the runtime launch functions, and every launch is still
+//! counted exactly once; when they do not, both levels stay probed.
+//! Checked with SQL on the exact aggregates.
+
+mod common;
+
+use ingero_probes::{start, CaptureConfig, StopReason, Target};
+use rusqlite::Connection;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// One capture at a time: they share the CPUs and the kernel's probes.
+static CAPTURES: Mutex<()> = Mutex::new(());
+
+fn capture(db: &Path, nested: bool) {
+    let dir = common::standin();
+    let argv: Vec<String> = vec![
+        "env".into(),
+        "INGERO_STANDIN_US=0".into(),
+        format!("INGERO_STANDIN_NESTED={}", u8::from(nested)),
+        dir.join("workload").display().to_string(),
+        "--seconds".into(),
+        "4".into(),
+    ];
+    let mut cfg = CaptureConfig::new(Target::Command(argv), db);
+    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.duration = Some(std::time::Duration::from_secs(60));
+    let summary = start(cfg).expect("start").wait().expect("capture");
+    assert_eq!(summary.reason, StopReason::TargetExited);
+    assert_eq!(summary.command_exit, Some(0));
+    assert_eq!(summary.status.drops, 0);
+}
+
+/// (count, nested_count) of op `name` over the exact aggregates.
+fn agg(conn: &Connection, name: &str) -> (i64, i64) {
+    conn.query_row(
+        "SELECT COALESCE(SUM(a.count), 0), COALESCE(SUM(a.nested_count), 0) \
+         FROM aggregates a JOIN cuda_ops o ON o.id = a.code WHERE a.source = 1 AND o.name = ?1",
+        [name],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .expect("aggregates")
+}
+
+#[test]
+fn runtime_launches_that_reach_the_driver_are_probed_at_the_driver_only() {
+    if !common::can_trace() {
+        return;
+    }
+    let _one = CAPTURES.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = tmp.path().join("level.db");
+    capture(&db, true);
+    let conn = Connection::open(&db).expect("open");
+    // Each iteration: one runtime launch (which makes a driver launch) and
+    // one direct driver launch, then one cudaStreamSynchronize.
+    let (iterations, _) = agg(&conn, "cudaStreamSynchronize");
+    let (runtime, runtime_nested) = agg(&conn, "cudaLaunchKernel");
+    let (driver, driver_nested) = agg(&conn, "cuLaunchKernel");
+    assert!(iterations > 5_000, "{iterations} iterations in 4 s");
+    assert!(
+        (1_000..iterations).contains(&runtime),
+        "runtime launches probed for a while, then no more: {runtime} of {iterations}"
+    );
+    assert_eq!(runtime_nested, 0);
+    // Every launch seen once at the driver level, nested only while the
+    // runtime level was probed.
+    assert_eq!(driver, 2 * iterations, "driver launches");
+    assert_eq!(
+        driver_nested, runtime,
+        "driver launches inside runtime ones"
+    );
+    // Outer launches: one runtime-made and one direct per iteration.
+    assert_eq!(runtime + driver - driver_nested, 2 * iterations);
+    // No call left looking nested by a runtime launch that never returned.
+    let (_, copies_nested) = agg(&conn, "cudaMemcpyAsync");
+    assert_eq!(
+        copies_nested, 0,
+        "cudaMemcpyAsync is never inside another call"
+    );
+    let open: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM cuda_calls WHERE ret IN (-1, -2)",
+            [],
+            |r| r.get(0),
+        )
+        .expect("open calls");
+    assert_eq!(open, 0, "no call left open");
+}
+
+#[test]
+fn runtime_launches_that_do_not_reach_the_driver_stay_probed() {
+    if !common::can_trace() {
+        return;
+    }
+    let _one = CAPTURES.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = tmp.path().join("kept.db");
+    capture(&db, false);
+    let conn = Connection::open(&db).expect("open");
+    let (iterations, _) = agg(&conn, "cudaStreamSynchronize");
+    let (runtime, _) = agg(&conn, "cudaLaunchKernel");
+    let (driver, driver_nested) = agg(&conn, "cuLaunchKernel");
+    assert!(iterations > 5_000, "{iterations} iterations in 4 s");
+    assert_eq!(runtime, iterations, "every runtime launch recorded");
+    assert_eq!((driver, driver_nested), (iterations, 0));
+}
