@@ -48,7 +48,7 @@ ANALYSIS_TOOLS = [
     "get_timeline_chart",
     "get_stacks",
 ]
-READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["run_sql", "list_databases", "open_database", "get_trace_status"]
+READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["run_sql", "list_databases", "open_database", "get_trace_status", "list_gpu_processes"]
 ALL_TOOLS = READ_ONLY_TOOLS + ["start_trace", "stop_trace"]
 PROMPTS = ["investigate", "compare_runs", "explain_chain"]
 TOKEN = "test-token-0123456789"
@@ -304,7 +304,7 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
     await expect_tool_error(c, f"{label}: db outside refused", "get_trace_stats", {"db": "/etc/hostname"}, r"outside")
 
     # Capture is off on this server: a clear error, never fake data.
-    for tool, args in [("start_trace", {"pids": [1]}), ("get_trace_status", {}), ("stop_trace", {})]:
+    for tool, args in [("start_trace", {"pids": [1]}), ("get_trace_status", {}), ("stop_trace", {}), ("list_gpu_processes", {})]:
         await expect_tool_error(c, f"{label}: {tool} disabled", tool, args, r"capture is disabled")
 
     # Bad input, each answered properly, server stays up.
