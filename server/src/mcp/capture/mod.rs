@@ -38,7 +38,7 @@ pub enum CaptureError {
     #[error("no capture has been started on this server (call start_trace first)")]
     NotStarted,
     /// As many captures as the operator allows are running.
-    #[error("{running} already running and this server allows {limit} at a time (--capture-max-concurrent); stop one with stop_trace first")]
+    #[error("{running} and this server allows {limit} at a time (--capture-max-concurrent); stop one with stop_trace first")]
     Busy {
         /// The running captures' databases.
         running: String,
