@@ -267,27 +267,46 @@ async def size_limit(binary: str, tmp: Path, program: Path) -> None:
         job.end()
 
 
+def bad_limits(binary: str, tmp: Path) -> None:
+    """Limits that cannot be met are refused at start-up (exit 2), saying what to give."""
+    folder = tmp / "bad"
+    folder.mkdir()
+    shutil.copy(SEED, folder / SEED.name)
+    for flags, want in [
+        (["--capture-max-bytes", "lots"], "--capture-max-bytes"),
+        (["--capture-max-duration", "0s"], "positive duration"),
+        (["--capture-max-concurrent", "0"], "at least 1"),
+    ]:
+        out = subprocess.run([binary, "mcp", "--db", str(folder / SEED.name), "--allow-capture", *flags],
+                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        C.ok(f"start-up: {' '.join(flags)} refused", out.returncode == 2 and want in out.stderr, (out.returncode, out.stderr[-300:]))
+    out = subprocess.run([binary, "mcp", "--db", str(folder / SEED.name), "--capture-max-duration", "5m"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    C.ok("start-up: a capture limit without --allow-capture refused", out.returncode == 2 and "--allow-capture" in out.stderr, (out.returncode, out.stderr[-300:]))
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     binary = ap.parse_args().bin
-    if os.geteuid() != 0:
-        print("capture flow needs root (eBPF)")
-        C.ok("capture flow ran (INGERO_EBPF_TESTS=require needs root)", os.environ.get("INGERO_EBPF_TESTS") != "require", "not root")
-        return 1 if C.failed else 0
     with tempfile.TemporaryDirectory(prefix="ingero-capture-flow-") as tmp_s:
         tmp = Path(tmp_s)
-        standin, program = build_job(tmp)
-        for step_name, step in [
-            ("flow", lambda: the_flow(binary, tmp, standin, program)),
-            ("duration limit", lambda: duration_limit(binary, tmp, program)),
-            ("size limit", lambda: size_limit(binary, tmp, program)),
-        ]:
-            try:
-                await step()
-            except Exception as e:  # one crashed step is one failure; the others still run
-                traceback.print_exc()
-                C.ok(f"{step_name}: completed", False, repr(e))
+        bad_limits(binary, tmp)
+        if os.geteuid() != 0:
+            print("the capture flow needs root (eBPF)")
+            C.ok("capture flow ran (INGERO_EBPF_TESTS=require needs root)", os.environ.get("INGERO_EBPF_TESTS") != "require", "not root")
+        else:
+            standin, program = build_job(tmp)
+            for step_name, step in [
+                ("flow", lambda: the_flow(binary, tmp, standin, program)),
+                ("duration limit", lambda: duration_limit(binary, tmp, program)),
+                ("size limit", lambda: size_limit(binary, tmp, program)),
+            ]:
+                try:
+                    await step()
+                except Exception as e:  # one crashed step is one failure; the others still run
+                    traceback.print_exc()
+                    C.ok(f"{step_name}: completed", False, repr(e))
     print(f"\n{C.passed} checks passed, {len(C.failed)} failed")
     for f in C.failed:
         print(f"  FAILED {f}")
