@@ -363,7 +363,11 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         losses,
         open_calls,
         launch_levels,
-        launch_level: crate::launch_level::LaunchLevelState::Both,
+        launch_level: if config.one_launch_level {
+            crate::launch_level::LaunchLevelState::Both
+        } else {
+            crate::launch_level::LaunchLevelState::Kept
+        },
         writer: wtx,
         writer_thread: Some(writer_thread),
         notices: nrx,

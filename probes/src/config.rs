@@ -40,6 +40,10 @@ pub struct CaptureConfig {
     /// (fast attach and detach); `false` forces one link per function, the
     /// path older kernels take on their own.
     pub multi_uprobes: bool,
+    /// Stop probing the runtime launch functions once every runtime launch
+    /// is seen to reach the driver's (see `launch_level`); off, both levels
+    /// stay probed for the whole capture.
+    pub one_launch_level: bool,
     /// Sample the GPUs through NVML during the capture when the library
     /// loads (when it does not, one warning and the capture goes on).
     pub nvml: bool,
@@ -77,6 +81,7 @@ impl CaptureConfig {
             poll_interval: Duration::from_millis(20),
             batch_interval: Duration::from_millis(200),
             multi_uprobes: true,
+            one_launch_level: true,
             nvml: true,
             nvml_library: crate::nvml::load::library_from_env(),
             gpu_status_interval: Duration::from_millis(200),

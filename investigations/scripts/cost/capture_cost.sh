@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # What a capture costs on a GPU host, from one run, printed as ratios:
-#  1. the traced job: a launch-bound loop (launch_loop.py) untraced and traced,
-#     alternating, REPS times each (five captures in a row show whether later
-#     captures cost more): launch rate, traced/untraced ratio, ns added per
-#     launch;
+#  1. the traced job: a launch-bound loop (launch_loop.py) untraced, traced,
+#     and traced with both launch levels probed throughout
+#     (--all-launch-levels), alternating, REPS times each (five captures in a
+#     row show whether later captures cost more): launch rate,
+#     traced/untraced ratio, ns added per launch;
 #  2. everyone else: the same loop, untraced, beside an untraced copy of it
 #     and then beside a traced copy (the GPU is shared alike both times);
 #  3. start and stop: from invoking `ingero trace -- cmd` to the command's
@@ -41,6 +42,7 @@ run() {
 for i in $(seq "$REPS"); do
   run "untraced-$i"
   run "traced-$i" --no-gpu-samples
+  run "bothlevels-$i" --no-gpu-samples --all-launch-levels
 done
 # Everyone else: B beside an untraced copy A, then B beside a traced A (the
 # same GPU sharing both times; only the capture differs).
@@ -66,14 +68,16 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 by = {r["label"]: r for r in rows}
 def rate(prefix):
     return [r["launches_per_s"] for r in rows if r["label"].startswith(prefix) and "launches_per_s" in r]
-u, t = rate("untraced-"), rate("traced-")
-print("launch loop, launches/s (untraced | traced):")
-for i, (a, b) in enumerate(zip(u, t), 1):
-    print(f"  run {i}: {a:10.0f} | {b:10.0f}  ratio {b / a:.3f}  added {1e9 / b - 1e9 / a:7.0f} ns/launch")
-if u and t:
-    mu, mt = statistics.median(u), statistics.median(t)
-    print(f"  median: {mu:.0f} | {mt:.0f}  ratio {mt / mu:.3f}  added {1e9 / mt - 1e9 / mu:.0f} ns/launch")
-    print(f"  traced runs, last/first rate: {t[-1] / t[0]:.3f} (1.0: later captures cost the same)")
+u = rate("untraced-")
+for name, prefix in (("traced", "traced-"), ("traced, both launch levels", "bothlevels-")):
+    t = rate(prefix)
+    print(f"launch loop, launches/s (untraced | {name}):")
+    for i, (a, b) in enumerate(zip(u, t), 1):
+        print(f"  run {i}: {a:10.0f} | {b:10.0f}  ratio {b / a:.3f}  added {1e9 / b - 1e9 / a:7.0f} ns/launch")
+    if u and t:
+        mu, mt = statistics.median(u), statistics.median(t)
+        print(f"  median: {mu:.0f} | {mt:.0f}  ratio {mt / mu:.3f}  added {1e9 / mt - 1e9 / mu:.0f} ns/launch")
+        print(f"  traced runs, last/first rate: {t[-1] / t[0]:.3f} (1.0: later captures cost the same)")
 starts = [(r["start_ns"] - r["invoked_ns"]) / 1e6 for r in rows if r["label"].startswith("traced-") and "start_ns" in r]
 plain_starts = [(r["start_ns"] - r["invoked_ns"]) / 1e6 for r in rows if r["label"].startswith("untraced-") and "start_ns" in r]
 stops = [(r["returned_ns"] - r["end_ns"]) / 1e6 for r in rows if r["label"].startswith("traced-") and "end_ns" in r]

@@ -54,6 +54,12 @@ pub struct Args {
     /// their own). Slower to attach and to detach.
     #[arg(long)]
     per_function_uprobes: bool,
+    /// Keep probing both launch levels (the runtime's cudaLaunchKernel and
+    /// the driver's cuLaunchKernel it calls) for the whole capture. By
+    /// default the runtime level goes once every runtime launch is seen to
+    /// reach the driver's: each launch then costs one probe instead of two.
+    #[arg(long)]
+    all_launch_levels: bool,
     /// Record no NVML GPU samples (utilisation, memory, PCIe, clocks), even
     /// where the NVIDIA driver is present: the GPU busy share is then only a
     /// host-side bound. For measuring the sampler's own cost.
@@ -166,6 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.require_cuda_library = args.require_cuda;
     config.ring_bytes = args.ring_size;
     config.multi_uprobes = !args.per_function_uprobes;
+    config.one_launch_level = !args.all_launch_levels;
     config.nvml = !args.no_gpu_samples;
     config.stack_hz = args.stack_hz;
     config.python_stacks = !args.no_python_stacks;
