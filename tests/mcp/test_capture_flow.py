@@ -153,6 +153,7 @@ async def the_flow(binary: str, tmp: Path, standin: Path, program: Path) -> None
     nvml = {"INGERO_NVML_LIB": str(standin / "libnvidia-ml.so.1"), "STANDIN_NVML_COMPUTE": f"{first.pid}:{GPU_MEMORY}"}
     try:
         async with Client(server(binary, folder, "--capture-max-duration", "10m", env=nvml), mode="legacy", read_timeout_seconds=120) as c:
+            C.ok("flow: the instructions tell how to capture", "list_gpu_processes" in (c.instructions or "") and "start_trace" in (c.instructions or ""), c.instructions)
             tools = {t.name: t for t in (await c.list_tools()).tools}
             C.ok("flow: list_gpu_processes is offered", "list_gpu_processes" in tools, sorted(tools))
             start_desc = tools["start_trace"].description or ""
@@ -267,6 +268,33 @@ async def size_limit(binary: str, tmp: Path, program: Path) -> None:
         job.end()
 
 
+async def two_at_once(binary: str, tmp: Path, program: Path) -> None:
+    """--capture-max-concurrent 2: two captures run side by side, a third is
+    refused, a process already traced is not traced twice, and stop_trace
+    asks which one when several run."""
+    jobs = [Job(program, "--iters", "1"), Job(program, "--iters", "1"), Job(program, "--iters", "1")]
+    try:
+        async with Client(server(binary, tmp / "two", "--capture-max-concurrent", "2"), mode="legacy", read_timeout_seconds=120) as c:
+            for i, job in enumerate(jobs[:2]):
+                r = await c.call_tool("start_trace", {"pid": job.pid, "output": f"c{i}.db", "duration": "5m"})
+                C.ok(f"two at once: capture {i} started", not r.is_error and (r.structured_content or {}).get("running") is True, text_of(r)[:300])
+            await refused(c, "two at once: a third is refused", "start_trace", {"pid": jobs[2].pid, "output": "c2.db"},
+                          r"2 captures are already running \(c0\.db, c1\.db\) and this server allows 2 at a time")
+            await refused(c, "two at once: stop_trace asks which one", "stop_trace", {}, r"2 captures are running \(c0\.db, c1\.db\): name the one to stop with output")
+            r = await c.call_tool("stop_trace", {"output": "c0.db"})
+            st = r.structured_content or {}
+            C.ok("two at once: c0 stopped by name", not r.is_error and st.get("running") is False and st.get("stop_reason") == "requested", text_of(r)[:300])
+            C.ok("two at once: c1 still runs", {"output": "c1.db", "running": True} in st.get("captures", []), st.get("captures"))
+            await refused(c, "two at once: a process c1 traces is not traced again", "start_trace", {"pid": jobs[1].pid, "output": "dup.db"},
+                          rf"pid {jobs[1].pid} .*is already traced by the capture into c1\.db")
+            r = await c.call_tool("stop_trace", {})
+            C.ok("two at once: the one left stops without a name", not r.is_error and (r.structured_content or {}).get("output", "").endswith("c1.db"), text_of(r)[:300])
+            await refused(c, "two at once: an unknown capture name is refused", "get_trace_status", {"output": "nope.db"}, r"no capture into \"nope\.db\".*c0\.db, c1\.db")
+    finally:
+        for job in jobs:
+            job.end()
+
+
 def bad_limits(binary: str, tmp: Path) -> None:
     """Limits that cannot be met are refused at start-up (exit 2), saying what to give."""
     folder = tmp / "bad"
@@ -301,6 +329,7 @@ async def main() -> int:
                 ("flow", lambda: the_flow(binary, tmp, standin, program)),
                 ("duration limit", lambda: duration_limit(binary, tmp, program)),
                 ("size limit", lambda: size_limit(binary, tmp, program)),
+                ("two at once", lambda: two_at_once(binary, tmp, program)),
             ]:
                 try:
                     await step()

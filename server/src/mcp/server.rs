@@ -37,6 +37,13 @@ with integer offsets from the capture start beside them (offset_ns, start_offset
 Windows: `since`/`until` are durations before the capture end (\"30s\", \"5m\"). \
 Cite the numbers the tools return. The `investigate` prompt walks through a full investigation.";
 
+/// Told besides [`INSTRUCTIONS`] when the server allows capture.
+pub const CAPTURE_INSTRUCTIONS: &str = "\
+This server can record new traces on its host: list_gpu_processes finds the GPU job, start_trace \
+captures it (pid or process_name, and a duration; all_processes: true for the whole machine), \
+get_trace_status says when it has stopped and why, then every tool reads the new file with \
+db=<output>.";
+
 /// State shared by every session of one server.
 pub struct Shared {
     /// Command-line configuration.
@@ -273,7 +280,11 @@ impl ServerHandler for IngeroMcp {
             Implementation::new("ingero", env!("CARGO_PKG_VERSION"))
                 .with_title("ingero: why is my GPU starving?"),
         )
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(if self.shared.config.allow_capture {
+            format!("{INSTRUCTIONS}\n{CAPTURE_INSTRUCTIONS}")
+        } else {
+            INSTRUCTIONS.to_string()
+        })
     }
 
     async fn call_tool(
