@@ -4,7 +4,9 @@
 //! the allowed folder, within the operator's limits ([`limits`]). Off unless
 //! the server runs with `--allow-capture`.
 
+mod ending;
 pub mod limits;
+mod output;
 pub mod processes;
 pub mod request;
 pub mod view;
@@ -14,9 +16,9 @@ pub use limits::CaptureLimits;
 pub use request::StartTraceArgs;
 pub use view::CaptureStatus;
 
-use ingero_probes::{CaptureConfig, CaptureHandle, StopReason, Target};
+use ingero_probes::{CaptureConfig, CaptureHandle, Target};
 use ingero_store::parse_duration_ns;
-use limits::{bytes_text, duration_text};
+use limits::duration_text;
 use processes::GpuProcesses;
 use request::Chosen;
 use std::path::PathBuf;
@@ -110,35 +112,6 @@ impl Capture {
             .map_err(|_| CaptureError::Engine("capture state poisoned".into()))
     }
 
-    fn output_path(&self, name: Option<&str>) -> Result<(String, PathBuf), CaptureError> {
-        let name = match name {
-            Some(n) => n.to_string(),
-            None => format!(
-                "capture-{}.db",
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs())
-            ),
-        };
-        let plain = !name.is_empty()
-            && !name.starts_with('.')
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !plain || !name.ends_with(".db") {
-            return Err(CaptureError::BadRequest(format!(
-                "output must be a plain file name ending in .db (letters, digits, '-', '_', '.'), got {name:?}"
-            )));
-        }
-        let path = self.output_dir.join(&name);
-        if path.exists() {
-            return Err(CaptureError::BadRequest(format!(
-                "{name} already exists in the allowed folder; choose another name"
-            )));
-        }
-        Ok((name, path))
-    }
-
     /// The capture's length: what was asked, within the operator's limit;
     /// and whether it is the limit.
     fn duration(&self, asked: Option<&str>) -> Result<(Option<Duration>, bool), CaptureError> {
@@ -146,7 +119,13 @@ impl Capture {
             .map(parse_duration_ns)
             .transpose()
             .map_err(|e| CaptureError::BadRequest(format!("duration: {e}")))?
-            .map(|ns| Duration::from_nanos(ns.max(0) as u64));
+            .map(|ns| match u64::try_from(ns) {
+                Ok(ns) if ns > 0 => Ok(Duration::from_nanos(ns)),
+                _ => Err(CaptureError::BadRequest(
+                    "duration must be positive, e.g. 30s or 5m (or leave it out)".into(),
+                )),
+            })
+            .transpose()?;
         match (asked, self.limits.max_duration) {
             (Some(a), Some(max)) if a > max => Err(CaptureError::BadRequest(format!(
                 "duration {} is longer than this server allows (--capture-max-duration {}): ask for at most {}",
@@ -201,7 +180,7 @@ impl Capture {
                 chosen.description
             )));
         }
-        let (name, output) = self.output_path(args.output.as_deref())?;
+        let (name, output) = output::path(&self.output_dir, args.output.as_deref())?;
         let mut config = CaptureConfig::new(chosen.target.clone(), output.clone());
         config.duration = duration;
         if let Some(bytes) = ring_bytes {
@@ -343,8 +322,12 @@ impl Capture {
             Ok(summary) => {
                 let mut s = view::from_engine(&summary.status, &e.output, self.limits.view());
                 s.running = false;
-                let (reason, limit) =
-                    self.reason(summary.reason, size_reached, e.duration_is_limit);
+                let (reason, limit) = ending::reason(
+                    &self.limits,
+                    summary.reason,
+                    size_reached,
+                    e.duration_is_limit,
+                );
                 s.stop_reason = Some(reason);
                 s.limit_reached = limit;
                 s
@@ -352,48 +335,6 @@ impl Capture {
             Err(err) => view::failed(&e.output, err.to_string(), self.limits.view()),
         };
         e.phase = Phase::Done(Box::new(status));
-    }
-
-    /// Why a capture ended, and the operator limit's sentence when one did it.
-    fn reason(
-        &self,
-        engine: StopReason,
-        size_reached: bool,
-        duration_is_limit: bool,
-    ) -> (String, Option<String>) {
-        match engine {
-            StopReason::Requested if size_reached => {
-                let max = self.limits.max_bytes.map(bytes_text).unwrap_or_default();
-                (
-                    "max_bytes".into(),
-                    Some(format!(
-                        "stopped when its database reached this server's size limit \
-                         (--capture-max-bytes {max}); everything recorded until then is in it"
-                    )),
-                )
-            }
-            StopReason::Duration if duration_is_limit => {
-                let max = self
-                    .limits
-                    .max_duration
-                    .map(duration_text)
-                    .unwrap_or_default();
-                (
-                    "max_duration".into(),
-                    Some(format!(
-                        "stopped at this server's time limit (--capture-max-duration {max}); \
-                         everything recorded until then is in the database"
-                    )),
-                )
-            }
-            other => (
-                serde_json::to_value(other)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_else(|| format!("{other:?}").to_lowercase()),
-                None,
-            ),
-        }
     }
 
     /// The status of `entries[at]` with the list of every capture.
@@ -445,4 +386,60 @@ fn find(entries: &[Entry], name: &str) -> Result<usize, CaptureError> {
             ))
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limited(max: Option<Duration>) -> Capture {
+        let limits = CaptureLimits {
+            max_duration: max,
+            ..CaptureLimits::default()
+        };
+        Capture::new(true, std::env::temp_dir(), limits)
+    }
+
+    #[test]
+    fn the_time_limit_bounds_what_is_asked_and_what_is_not() {
+        let c = limited(Some(Duration::from_secs(600)));
+        assert_eq!(
+            c.duration(Some("2m")).ok(),
+            Some((Some(Duration::from_secs(120)), false))
+        );
+        assert_eq!(
+            c.duration(None).ok(),
+            Some((Some(Duration::from_secs(600)), true))
+        );
+        let e = c.duration(Some("1h")).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "duration 1h is longer than this server allows (--capture-max-duration 10m): \
+                 ask for at most 10m"
+            )
+        );
+        let free = limited(None);
+        assert_eq!(free.duration(None).ok(), Some((None, false)));
+        for bad in ["0s", "-5s", "soon"] {
+            assert!(free.duration(Some(bad)).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn status_and_stop_before_any_capture_say_to_start_one() {
+        let c = limited(None);
+        for e in [
+            c.status(None).err(),
+            c.stop(None).err(),
+            c.status(Some("x.db")).err(),
+        ] {
+            assert!(matches!(e, Some(CaptureError::NotStarted)), "{e:?}");
+        }
+        let off = Capture::new(false, std::env::temp_dir(), CaptureLimits::default());
+        assert!(matches!(
+            off.gpu_processes().err(),
+            Some(CaptureError::Disabled)
+        ));
+    }
 }
