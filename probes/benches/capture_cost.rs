@@ -70,6 +70,26 @@ fn traced(
     (ns, summary, wall)
 }
 
+/// ns per call of an untraced workload B run beside workload A, both
+/// released at once, with A traced or not: what a capture costs a process
+/// it does not trace.
+fn beside(dir: &Path, n: u64, db: &Path, trace_a: bool) -> f64 {
+    let a = spawn_bench(dir, n);
+    let b = spawn_bench(dir, n);
+    let handle = trace_a.then(|| {
+        let mut cfg = CaptureConfig::new(Target::Pid(a.id() as i32), db);
+        cfg.libraries = vec![dir.join("libcudart.so.13")];
+        start(cfg).expect("start capture (run as root)")
+    });
+    let other = std::thread::spawn(move || finish(a));
+    let ns = finish(b);
+    let _ = other.join();
+    if let Some(h) = handle {
+        let _ = h.stop();
+    }
+    ns
+}
+
 /// Waits until the holder processes of stopped captures have released their
 /// probes (they are our only children once the workloads are reaped), and
 /// says how long that took.
@@ -155,6 +175,26 @@ fn main() {
             classic / multi.max(1e-3)
         );
     }
+
+    let mut plain = Vec::new();
+    let mut next_to_traced = Vec::new();
+    for round in 0..rounds {
+        plain.push(beside(&dir, N, &tmp.join("beside.db"), false));
+        next_to_traced.push(beside(
+            &dir,
+            N,
+            &tmp.join(format!("beside{round}.db")),
+            true,
+        ));
+        wait_detached();
+    }
+    let (p, t) = (median(plain), median(next_to_traced));
+    println!("an untraced process beside another (median of {rounds}), ns/call");
+    println!("  beside an untraced one       {p:>9.1}");
+    println!(
+        "  beside a traced one          {t:>9.1}  (added {:.1} ns/call; the probes live in the traced process only)",
+        t - p
+    );
 
     let m: u64 = if bench { 3_000_000 } else { 300_000 };
     let sampled = RawPolicy::Sampled {

@@ -130,6 +130,17 @@ impl CaptureHandle {
     }
 }
 
+/// A launched command not yet released: killed if the start fails.
+struct HeldUntilReady(Option<HeldChild>);
+
+impl Drop for HeldUntilReady {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            kill(c);
+        }
+    }
+}
+
 fn kill(child: HeldChild) {
     let pid = child.pid();
     // SAFETY: signalling our own, never-released child.
@@ -166,24 +177,48 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     let launch_levels = probes.take_launch_levels()?;
     let ring = probes.take_ring()?;
 
-    for lib in &config.libraries {
-        probes.attach_library(lib)?;
-    }
-    let mut candidates = discovery::well_known_libraries();
+    // The launched command waits at the gate until the filter knows it; it
+    // exists from here on (its pid scopes the probes), and any error before
+    // it is released kills it.
+    let mut held = HeldUntilReady(match &config.target {
+        Target::Command(argv) => Some(spawn_held(argv)?),
+        _ => None,
+    });
     let scan: Vec<i32> = match &config.target {
         Target::Pid(p) => procs::tree(*p),
         Target::Command(_) => Vec::new(),
         Target::AllProcesses => procs::all_pids(),
     };
+    // Probes live in the traced processes only, so no other process on the
+    // host traps on them; a process the tree starts later gets its own when
+    // it maps code (see control.rs). Every process when all are traced.
+    let scopes: Vec<Option<i32>> = if trace_all {
+        vec![None]
+    } else {
+        scan.iter()
+            .copied()
+            .chain(held.0.as_ref().map(HeldChild::pid))
+            .map(Some)
+            .collect()
+    };
+    for lib in &config.libraries {
+        for scope in &scopes {
+            probes.attach_library(lib, *scope)?;
+        }
+    }
+    let mut candidates = discovery::well_known_libraries();
     for pid in &scan {
         candidates.extend(discovery::libraries_in_maps(*pid));
     }
     let warnings = probes.warnings();
     let mut failed_libs = HashSet::new();
     for lib in candidates {
-        if let Err(e) = probes.attach_library(&lib) {
-            warnings.library_not_probed(&lib, &e);
-            failed_libs.insert(lib);
+        for scope in &scopes {
+            if let Err(e) = probes.attach_library(&lib, *scope) {
+                warnings.library_not_probed(&lib, &e);
+                failed_libs.insert(lib.clone());
+                break;
+            }
         }
     }
     if config.require_cuda_library && probes.libraries().is_empty() {
@@ -220,11 +255,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     if let Target::Pid(p) = &config.target {
         info.target_pids = vec![*p];
     }
-    // The launched command waits at the gate until the filter knows it.
-    let mut child = match &config.target {
-        Target::Command(argv) => Some(spawn_held(argv)?),
-        _ => None,
-    };
+    let mut child = held.0.take();
     if let Some(c) = &child {
         info.target_pids = vec![c.pid()];
     }

@@ -306,11 +306,15 @@ impl Control {
             let Some(probes) = self.probes.as_mut() else {
                 return;
             };
-            match probes.attach_library(&lib) {
+            let scope = (!self.trace_all).then_some(pid);
+            match probes.attach_library(&lib, scope) {
                 Ok(AttachOutcome::Attached(n)) => {
                     tracing::info!(library = %lib.display(), functions = n, pid, "probing CUDA library");
                     if let Ok(mut l) = self.shared.libraries.lock() {
-                        l.push(lib.display().to_string());
+                        let name = lib.display().to_string();
+                        if !l.contains(&name) {
+                            l.push(name);
+                        }
                     }
                 }
                 Ok(AttachOutcome::AlreadyAttached) => {}

@@ -105,7 +105,9 @@ pub enum AttachOutcome {
 /// The loaded kernel side: programs, attachments and the maps user space uses.
 pub struct Probes {
     ebpf: Ebpf,
-    attached: HashSet<(u64, u64)>,
+    /// Library files probed, by (device, inode, pid); pid 0 when probed in
+    /// every process.
+    attached: HashSet<(u64, u64, u32)>,
     libraries: Vec<PathBuf>,
     links: Vec<Box<dyn Send>>,
     paused: Option<Array<MapData, u32>>,
@@ -266,16 +268,22 @@ impl Probes {
     }
 
     /// Probes every known CUDA function the library at `path` defines, in
-    /// every process that maps it. `path` may point into another mount
-    /// namespace through `/proc/PID/root`.
-    pub fn attach_library(&mut self, path: &Path) -> Result<AttachOutcome, CaptureError> {
+    /// process `pid` only (its forks that do not exec are filtered out in
+    /// the kernel), or with `None` in every process that maps it. `path`
+    /// may point into another mount namespace through `/proc/PID/root`.
+    pub fn attach_library(
+        &mut self,
+        path: &Path,
+        pid: Option<i32>,
+    ) -> Result<AttachOutcome, CaptureError> {
+        let pid = pid.and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0);
         let unusable = |detail: String| CaptureError::LibraryNotUsable {
             path: path.to_path_buf(),
             detail,
         };
         let meta = std::fs::metadata(path).map_err(|e| unusable(e.to_string()))?;
-        let key = (meta.dev(), meta.ino());
-        if self.attached.contains(&key) {
+        let key = (meta.dev(), meta.ino(), pid.unwrap_or(0));
+        if self.attached.contains(&key) || self.attached.contains(&(key.0, key.1, 0)) {
             return Ok(AttachOutcome::AlreadyAttached);
         }
         let kind = LibraryKind::of(path);
@@ -310,11 +318,11 @@ impl Probes {
                     kind == LibraryKind::Runtime
                         && crate::launch_level::RUNTIME_LAUNCH_OPS.contains(&(p.op_id as u32))
                 });
-            let attached = multi.attach(path, &rest).and_then(|links| {
+            let attached = multi.attach(path, &rest, pid).and_then(|links| {
                 let launch_links = if launch.is_empty() {
                     None
                 } else {
-                    Some(multi.attach(path, &launch)?)
+                    Some(multi.attach(path, &launch, pid)?)
                 };
                 Ok((links, launch_links))
             });
@@ -349,6 +357,8 @@ impl Probes {
                         .attach(
                             UProbeAttachLocation::AbsoluteOffset(*offset),
                             path,
+                            // A perf-event uprobe bound to a pid follows one
+                            // thread, not the process: these stay global.
                             UProbeScope::AllProcesses,
                         )
                         .map_err(|e| attach_err(&what(), e))?;
@@ -358,8 +368,14 @@ impl Probes {
             }
         }
         let count = ops.len();
-        self.attached.insert(key);
-        self.libraries.push(path.to_path_buf());
+        self.attached.insert(if attached_multi {
+            key
+        } else {
+            (key.0, key.1, 0)
+        });
+        if !self.libraries.iter().any(|l| l == path) {
+            self.libraries.push(path.to_path_buf());
+        }
         Ok(AttachOutcome::Attached(count))
     }
 

@@ -115,12 +115,14 @@ impl MultiUprobes {
     }
 
     /// Links the entry and return programs to `points` of the library file
-    /// at `path`, in every process that maps it. Dropping the two links
-    /// detaches them.
+    /// at `path`: in process `pid` only (the kernel installs the breakpoints
+    /// in no other process, so nobody else traps), or with `None` in every
+    /// process that maps it. Dropping the two links detaches them.
     pub fn attach(
         &self,
         path: &Path,
         points: &[ProbePoint],
+        pid: Option<u32>,
     ) -> Result<[OwnedFd; 2], MultiUprobeError> {
         let c_path = CString::new(path.as_os_str().as_bytes())
             .map_err(|e| syscall_err("library path", io::Error::other(e)))?;
@@ -135,6 +137,7 @@ impl MultiUprobes {
                 cookies: cookies.as_ptr() as u64,
                 cnt: offsets.len() as u32,
                 multi_flags: flags,
+                pid: pid.unwrap_or(0),
                 ..LinkCreateAttr::default()
             };
             bpf_fd(BPF_LINK_CREATE, &mut attr)

@@ -30,11 +30,11 @@ fn traced_calls(multi: bool) -> Vec<CudaCall> {
     let lib = dir.join("libcudart.so.13");
     // Every catalogued runtime function the stand-in defines.
     assert!(matches!(
-        probes.attach_library(&lib).expect("attach"),
+        probes.attach_library(&lib, None).expect("attach"),
         AttachOutcome::Attached(23)
     ));
     assert_eq!(
-        probes.attach_library(&lib).expect("again"),
+        probes.attach_library(&lib, None).expect("again"),
         AttachOutcome::AlreadyAttached
     );
     let mut ring = probes.take_ring().expect("ring");
