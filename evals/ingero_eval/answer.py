@@ -212,7 +212,7 @@ def grade(facts: list[Fact], forbidden: list[Fact], answer: str, results: list[s
     carries its words and number outside a denial."""
     if calls == 0 or not answer.strip():
         why = "no tool call: nothing in the answer comes from the trace" if calls == 0 else "no answer"
-        return [{"fact": f.text, "kind": kind, "passed": False, "detail": why}
+        return [{"fact": f.text, "kind": kind, "passed": False, "detail": why, "ungraded": True}
                 for kind, group in (("must", facts), ("must_not", forbidden)) for f in group]
     rows = []
     for f in facts:

@@ -48,8 +48,11 @@ def model_table(model: str, cases: list[dict[str, Any]]) -> str:
         n = f"{sum(f['passed'] for f in nots)}/{len(nots)}"
         verdict = "PASS" if case_passed(c) else "FAIL"
         lines.append(f"{c['id'][:34]:34} {score:>7} {m:>6} {n:>8} {len(c.get('calls', [])):>5}  {verdict}")
+        ungraded = [f for f in facts if f.get("ungraded")]
+        if ungraded:
+            lines.append(f"    all {len(facts)} facts scored 0: {ungraded[0]['detail']}")
         for f in facts:
-            if not f["passed"]:
+            if not f["passed"] and not f.get("ungraded"):
                 lines.append(f"    {'missing' if f['kind'] == 'must' else 'claimed'}: {f['fact']} ({f['detail']})")
         if c.get("error"):
             lines.append(f"    error: {c['error']}")
