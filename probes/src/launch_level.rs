@@ -51,15 +51,9 @@ impl LaunchLevels {
 
     /// Reads the current totals.
     pub fn read(&self) -> LaunchCounts {
-        let sum = |slot: u32| -> u64 {
-            self.map
-                .get(&slot, 0)
-                .map(|v| v.iter().copied().sum())
-                .unwrap_or(0)
-        };
         LaunchCounts {
-            runtime: sum(0),
-            nested_driver: sum(1),
+            runtime: crate::loader::per_cpu_total(&self.map, 0),
+            nested_driver: crate::loader::per_cpu_total(&self.map, 1),
         }
     }
 }

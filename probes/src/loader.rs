@@ -570,15 +570,17 @@ pub struct Losses {
     pub unfinished: u64,
 }
 
+/// Slot `slot` of a per-CPU counter array, summed over CPUs (0 when unreadable).
+pub(crate) fn per_cpu_total(map: &PerCpuArray<MapData, u64>, slot: u32) -> u64 {
+    map.get(&slot, 0)
+        .map(|v| v.iter().copied().sum())
+        .unwrap_or(0)
+}
+
 impl LossCounters {
     /// Reads the current totals.
     pub fn read(&self) -> Losses {
-        let sum = |slot: u32| -> u64 {
-            self.map
-                .get(&slot, 0)
-                .map(|v| v.iter().copied().sum())
-                .unwrap_or(0)
-        };
+        let sum = |slot: u32| per_cpu_total(&self.map, slot);
         Losses {
             ring_full: sum(0),
             call_table_full: sum(1),
