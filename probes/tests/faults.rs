@@ -392,9 +392,22 @@ fn a_probed_library_deleted_from_disk_keeps_being_traced() {
     cfg.libraries = vec![libs.join("libcudart.so.13"), libs.join("libcuda.so.1")];
     cfg.duration = Some(Duration::from_secs(60));
     let handle = start(cfg).expect("start");
-    // The workload has mapped the libraries and waits; remove the files
-    // (as a package upgrade would) before its first call.
-    std::thread::sleep(Duration::from_millis(500));
+    // Once the workload has mapped both libraries (it then waits 1.5 s),
+    // remove the files, as a package upgrade would, before its first call.
+    let mapped = |name: &str| {
+        let want = libs.join(name).display().to_string();
+        ingero_probes::procs::all_pids().into_iter().any(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/maps")).is_ok_and(|m| m.contains(&want))
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while !(mapped("libcudart.so.13") && mapped("libcuda.so.1")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the workload never mapped the libraries"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for name in ["libcudart.so.13", "libcuda.so.1"] {
         std::fs::remove_file(libs.join(name)).expect("delete library");
     }
