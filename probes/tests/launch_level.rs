@@ -19,7 +19,9 @@ fn capture(db: &Path, nested: bool) {
     let dir = common::standin();
     let argv: Vec<String> = vec![
         "env".into(),
-        "INGERO_STANDIN_US=0".into(),
+        // 20 us of work per call: tens of thousands of launches, at a rate
+        // the ring buffer holds on any machine (every record counts here).
+        "INGERO_STANDIN_US=20".into(),
         format!("INGERO_STANDIN_NESTED={}", u8::from(nested)),
         dir.join("workload").display().to_string(),
         "--seconds".into(),
@@ -28,6 +30,7 @@ fn capture(db: &Path, nested: bool) {
     let mut cfg = CaptureConfig::new(Target::Command(argv), db);
     cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
     cfg.duration = Some(std::time::Duration::from_secs(60));
+    cfg.ring_bytes = 64 << 20;
     let summary = start(cfg).expect("start").wait().expect("capture");
     assert_eq!(summary.reason, StopReason::TargetExited);
     assert_eq!(summary.command_exit, Some(0));
