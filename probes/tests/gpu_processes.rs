@@ -30,6 +30,9 @@ fn wait_for_maps(pid: u32, what: &str) {
     }
 }
 
+/// The workload's program name in this test.
+const NAME: &str = "gpu-list-job";
+
 fn find(processes: &[GpuProcess], pid: u32) -> Option<&GpuProcess> {
     processes.iter().find(|p| p.pid == pid as i32)
 }
@@ -37,7 +40,14 @@ fn find(processes: &[GpuProcess], pid: u32) -> Option<&GpuProcess> {
 #[test]
 fn maps_and_nvml_list_the_workload_and_a_name_picks_it() {
     let dir = common::standin();
-    let mut workload = Command::new(dir.join("workload"))
+    // A name of its own: other tests' stand-in workloads may still be
+    // running on this host, and a name must pick this one alone.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let exe = tmp.path().join(NAME);
+    std::fs::copy(dir.join("workload"), &exe).expect("copy the workload");
+    let mut workload = Command::new(&exe)
+        .arg("--lib-dir")
+        .arg(&dir)
         .args([
             "--stdin",
             "--iters",
@@ -81,7 +91,7 @@ fn maps_and_nvml_list_the_workload_and_a_name_picks_it() {
     );
     assert_eq!(w.gpu_memory_bytes, Some(123_456_789));
     assert_eq!(w.gpus, vec![0]);
-    assert_eq!(w.comm, "workload");
+    assert_eq!(w.comm, NAME);
     assert!(w.cmdline.contains("--stdin"), "{w:?}");
     assert!(
         w.started_at.as_deref().is_some_and(|s| s.ends_with('Z')),
@@ -91,7 +101,7 @@ fn maps_and_nvml_list_the_workload_and_a_name_picks_it() {
     let o = find(&got.processes, opid).expect("the NVML-only process is listed");
     assert_eq!((o.libcuda.as_deref(), o.gpu_memory_bytes), (None, None));
     assert_eq!(o.gpus, vec![0]);
-    assert_eq!(match_name(&got.processes, "workload"), Ok(wpid as i32));
+    assert_eq!(match_name(&got.processes, NAME), Ok(wpid as i32));
 
     // Released, the workload forks a worker (it maps the library too) and
     // the name still means the workload.
@@ -107,7 +117,7 @@ fn maps_and_nvml_list_the_workload_and_a_name_picks_it() {
             .filter(|p| p.ppid == wpid as i32 && p.libcuda.is_some())
             .count();
         if workers > 0 {
-            assert_eq!(match_name(&now.processes, "workload"), Ok(wpid as i32));
+            assert_eq!(match_name(&now.processes, NAME), Ok(wpid as i32));
             break;
         }
         if Instant::now() > deadline || workload.0.try_wait().ok().flatten().is_some() {
