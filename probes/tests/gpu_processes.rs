@@ -47,7 +47,7 @@ fn maps_and_nvml_list_the_workload_and_a_name_picks_it() {
     std::fs::copy(dir.join("workload"), &exe).expect("copy the workload");
     let mut workload = Command::new(&exe)
         .arg("--lib-dir")
-        .arg(&dir)
+        .arg(dir)
         .args([
             "--stdin",
             "--iters",
