@@ -15,6 +15,7 @@ use ingero_store::{FrameKind, StackFrame, StackKind};
 use rusqlite::{params, Connection};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// What one Python sample shows its thread doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
@@ -119,8 +120,9 @@ pub struct PyProfile {
     pub top_functions: Vec<PyFunction>,
     /// Every sample, in time order (for profiles of a part of the window).
     pub timeline: Vec<PySample>,
-    /// Innermost functions (function, short file) the samples point at.
-    pub functions: Vec<(String, String)>,
+    /// Innermost functions (function, short file) the samples point at,
+    /// one table shared by every thread's profile.
+    pub functions: Arc<[(String, String)]>,
 }
 
 impl PyProfile {
@@ -175,7 +177,7 @@ impl PyProfile {
         let b = self.timeline.partition_point(|s| s.ts_ns <= hi);
         summarise(
             self.timeline[a..b.max(a)].to_vec(),
-            self.functions.clone(),
+            Arc::clone(&self.functions),
             self.sample_ns,
         )
     }
@@ -184,7 +186,7 @@ impl PyProfile {
 /// Counts a thread's samples into its profile.
 fn summarise(
     timeline: Vec<PySample>,
-    functions: Vec<(String, String)>,
+    functions: Arc<[(String, String)]>,
     sample_ns: f64,
 ) -> PyProfile {
     let mut p = PyProfile {
@@ -331,11 +333,12 @@ pub fn load(
             leaf,
         });
     }
+    let functions: Arc<[(String, String)]> = functions.into();
     Ok(timelines
         .into_iter()
         .map(|(key, t)| {
             let sample_ns = period_ns * scale.get(&key).copied().unwrap_or(1.0);
-            (key, summarise(t, functions.clone(), sample_ns))
+            (key, summarise(t, Arc::clone(&functions), sample_ns))
         })
         .collect())
 }

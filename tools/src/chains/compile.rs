@@ -17,6 +17,7 @@ use super::context::Context;
 use super::measured::BusyFigure;
 use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
 use crate::format;
+use crate::idle::intervals::{total, union};
 use crate::pyframes::PyActivity;
 
 const FIX: &str = "Keep compilation out of the steady loop: warm up on every input shape the job \
@@ -77,15 +78,10 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         })
         .collect();
     kids.sort_unstable();
-    let mut covered = 0i64;
-    let mut reach = i64::MIN;
-    for (lo, hi, _) in &kids {
-        let start = (*lo).max(reach);
-        if *hi > start {
-            covered += hi - start;
-        }
-        reach = reach.max(*hi);
-    }
+    let covered = total(&union(
+        kids.iter().map(|k| (k.0, k.1)).collect(),
+        (i64::MIN, i64::MAX),
+    ));
     let kids_say = !kids.is_empty() && covered >= 50_000_000;
     if !frames_say && !kids_say {
         return None;

@@ -13,6 +13,7 @@ use super::context::Context;
 use super::measured::busy_over;
 use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
 use crate::format;
+use crate::idle::intervals::{gaps, overlap, union};
 use ingero_store::HostKind;
 
 const FIX: &str = "See what the GPU thread computed in that stretch (get_stacks for its window, \
@@ -29,26 +30,21 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let main = ctx.main?;
     let idle = ctx.main_idle()?;
     let tid = idle.gpu_thread;
-    let mut spans: Vec<(i64, i64)> = ds
+    // A call of no measurable length still separates two gaps.
+    let spans: Vec<(i64, i64)> = ds
         .activity
         .iter()
         .filter(|s| s.pid == main)
-        .map(|s| (s.start_ns, s.end_ns.max(s.start_ns)))
+        .map(|s| (s.start_ns, s.end_ns.max(s.start_ns + 1)))
         .collect();
-    spans.sort_unstable();
-    let mut gaps: Vec<(i64, i64)> = Vec::new();
-    let mut reach = spans.first()?.1;
-    for &(lo, hi) in &spans[1..] {
-        if lo > reach {
-            gaps.push((reach, lo));
-        }
-        reach = reach.max(hi);
-    }
-    let active = reach - spans[0].0;
-    gaps.sort_by_key(|g| std::cmp::Reverse(g.1 - g.0));
-    let (at, end) = *gaps.first()?;
+    let first = spans.iter().map(|s| s.0).min()?;
+    let reach = spans.iter().map(|s| s.1).max()?;
+    let mut empty = gaps(&union(spans, (first, reach)), (first, reach));
+    let active = reach - first;
+    empty.sort_by_key(|g| std::cmp::Reverse(g.1 - g.0));
+    let (at, end) = *empty.first()?;
     let dur = end - at;
-    let next = gaps.get(1).map_or(0, |g| g.1 - g.0);
+    let next = empty.get(1).map_or(0, |g| g.1 - g.0);
     if dur < MIN_PHASE_NS || next * 2 > dur || (dur as f64) < 0.1 * active as f64 {
         return None;
     }
@@ -56,9 +52,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         .gpu_thread_switches
         .iter()
         .filter(|h| h.tid == tid && h.kind == HostKind::SchedSwitch && h.dur_ns > 0)
-        .map(|h| (h.ts_ns.max(at), (h.ts_ns + h.dur_ns).min(end)))
-        .filter(|(a, b)| b > a)
-        .map(|(a, b)| b - a)
+        .map(|h| overlap((h.ts_ns, h.ts_ns + h.dur_ns), (at, end)))
         .sum();
     let on_cpu = dur - off;
     if (on_cpu as f64) < 0.8 * dur as f64 {

@@ -19,7 +19,7 @@
 mod bound;
 mod calls;
 mod gaps;
-mod intervals;
+pub(crate) mod intervals;
 pub mod launches;
 mod measure;
 mod process;
