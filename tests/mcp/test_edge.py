@@ -98,6 +98,65 @@ def http_bodies(binary: str, tmp: Path) -> None:
         s.close()
 
 
+def raw_exchange(s: Server, head: bytes, rest: bytes) -> tuple[str, bytes]:
+    """Sends `head`, waits until the server has surely answered and closed,
+    sends `rest` on the same connection, then reads everything: what the
+    client gets when it is still sending as the server refuses it."""
+    import socket
+    import time
+
+    with socket.create_connection((s.host, s.port), timeout=10) as sock:
+        sock.sendall(head)
+        time.sleep(0.3)
+        try:
+            sock.sendall(rest)
+        except OSError as e:
+            return f"send failed: {e!r}", b""
+        data = b""
+        try:
+            while chunk := sock.recv(65536):
+                data += chunk
+        except OSError as e:
+            return f"read failed after {len(data)} bytes: {e!r}", data
+        return "eof", data
+
+
+def http_refusals_reach_the_client(binary: str, tmp: Path) -> None:
+    """A request refused before it is read (an oversized header or body) gets
+    its status, not a connection reset, although the client is still sending;
+    and the refusal says the connection closes, so no client reuses it."""
+    s = Server(binary, "127.0.0.1:0", ["--db", str(SEED)], tmp / "refusals.log")
+    try:
+        start = f"POST /mcp HTTP/1.1\r\nHost: {s.host}:{s.port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        head = (start + "Mcp-Name: " + "7" * 900_000 + "\r\n").encode()
+        how, data = raw_exchange(s, head, b"Content-Length: 2\r\n\r\n{}")
+        ok("http: a 900 KB header is answered 431, not reset", how == "eof" and data.startswith(b"HTTP/1.1 431"), (how, data[:120]))
+        body = 3 << 20
+        head = (start + f"Content-Length: {body}\r\n\r\n").encode() + b"x" * (1 << 20)
+        how, data = raw_exchange(s, head, b"x" * (body - (1 << 20)))
+        ok("http: a 3 MiB body is answered 413, not reset", how == "eof" and data.startswith(b"HTTP/1.1 413"), (how, data[:120]))
+        ok("http: the 413 closes the connection", b"\r\nconnection: close\r\n" in data.lower(), data[:300])
+        # A keep-alive client sending oversized bodies one after the other
+        # gets every 413: none is lost to a connection the server closed.
+        statuses = []
+        conn = http.client.HTTPConnection(s.host, s.port, timeout=30)
+        for _ in range(20):
+            try:
+                conn.request("POST", "/mcp", body=b"x" * (3 << 20), headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+                r = conn.getresponse()
+                r.read()
+                statuses.append(r.status)
+                if r.getheader("Connection", "").lower() == "close":
+                    conn.close()
+            except OSError as e:
+                statuses.append(repr(e))
+                conn.close()
+        conn.close()
+        ok("http: 20 oversized bodies on one client, 20 answers 413", statuses == [413] * 20, statuses)
+    finally:
+        s.close()
+
+
 async def http_session_close(binary: str, tmp: Path) -> None:
     """A legacy session closed by the SDK: DELETE answers 204 and the SDK logs nothing."""
     records: list[str] = []
@@ -279,6 +338,7 @@ def main() -> int:
         shutil.copy(SEED, lib / SEED.name)
         shutil.copy(OTHER, lib / OTHER.name)
         http_bodies(binary, tmp)
+        http_refusals_reach_the_client(binary, tmp)
         anyio.run(http_session_close, binary, tmp)
         anyio.run(other_loopback_address, binary, tmp)
         anyio.run(sessions_and_databases, binary, lib, tmp)

@@ -6,6 +6,8 @@
 //! configured, which is mandatory for a non-loopback bind. rmcp itself
 //! checks `Host` (DNS rebinding) and `Origin` again, and handles sessions
 //! for both the 2026-07-28 (stateless) and older (`initialize`) protocols.
+//! Connections are served by [`super::http_conn`], which closes them so that
+//! a refusal reaches a client still sending its request.
 
 use super::server::IngeroMcp;
 use super::Config;
@@ -13,7 +15,6 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
 use axum::Router;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -303,7 +304,10 @@ pub fn app(config: Config, options: &HttpOptions, ct: CancellationToken) -> anyh
             super::http_edge::edge(max_body, request, next)
         }))
         .layer(axum::middleware::from_fn_with_state(state, guard))
-        .layer(RequestBodyLimitLayer::new(options.max_body_bytes)))
+        .layer(RequestBodyLimitLayer::new(options.max_body_bytes))
+        .layer(axum::middleware::from_fn(
+            super::http_conn::close_after_refusal,
+        )))
 }
 
 /// Serves until Ctrl-C or SIGTERM.
@@ -315,19 +319,11 @@ pub async fn serve(config: Config, options: HttpOptions) -> anyhow::Result<()> {
     // One stable line for scripts (the port is known only now when 0 was asked).
     eprintln!("ingero mcp: listening on http://{local}/mcp");
     let stop = ct.clone();
-    // Responses are SSE streams written in several small pieces: without
-    // TCP_NODELAY, Nagle's algorithm and delayed ACKs add ~40 ms per call.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            stop.cancel();
-        })
-        .await?;
+    super::http_conn::serve_with_lingering_close(listener, router, async move {
+        shutdown_signal().await;
+        stop.cancel();
+    })
+    .await;
     Ok(())
 }
 

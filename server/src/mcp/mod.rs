@@ -16,6 +16,7 @@ mod databases;
 mod db;
 mod error_text;
 pub mod http;
+mod http_conn;
 mod http_edge;
 pub mod prompts;
 mod readable;
