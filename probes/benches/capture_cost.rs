@@ -15,6 +15,7 @@
 mod common;
 
 use common::standin;
+use ingero_probes::probe_floor::ProbeFloor;
 use ingero_probes::{start, CaptureConfig, Target};
 use ingero_store::RawPolicy;
 use std::io::{BufRead, BufReader, Write};
@@ -140,6 +141,26 @@ fn main() {
     let b = median(base);
     println!("per-call cost: {N} cudaLaunchKernel calls, {rounds} rounds each (median / best)");
     println!("  without probes                {b:>9.1} / {bmin:>7.1} ns/call");
+    // The floor: a probe pair whose programs do nothing, linked the same way.
+    let mut floor = Vec::new();
+    for _ in 0..rounds {
+        let child = spawn_bench(&dir, N);
+        let probes = ProbeFloor::attach(
+            &dir.join("libcudart.so.13"),
+            &["cudaLaunchKernel"],
+            Some(child.id()),
+        )
+        .expect("floor probes (run as root)");
+        floor.push(finish(child));
+        drop(probes);
+    }
+    let fmin = min(&floor);
+    let f = median(floor);
+    println!(
+        "  do-nothing probe pair  added {:>9.1} / {:>7.1} ns/call  (the floor: trap and return hijack only)",
+        f - b,
+        fmin - bmin
+    );
     let mut releases = Vec::new();
     for (label, multi) in [
         ("multi-uprobe links", true),
@@ -157,9 +178,10 @@ fn main() {
         let pmin = min(&probed);
         let p = median(probed);
         println!(
-            "  {label:<22} added {:>9.1} / {:>7.1} ns/call  (target < 3000 ns)",
+            "  {label:<22} added {:>9.1} / {:>7.1} ns/call  ({:.1} ns over the floor)",
             p - b,
-            pmin - bmin
+            pmin - bmin,
+            p - f
         );
         releases.push((label, median(released)));
     }

@@ -29,6 +29,7 @@ pub mod nvml;
 pub mod open_calls;
 mod poller;
 pub mod preflight;
+pub mod probe_floor;
 pub mod procs;
 pub mod render;
 pub mod stacks;

@@ -114,6 +114,19 @@ impl MultiUprobes {
         Ok(MultiUprobes { enter, ret })
     }
 
+    /// Entry and return programs that do nothing (`r0 = 0; exit`): linked
+    /// like the real ones, they cost what the kernel's trap and return
+    /// hijack cost with no program work, the floor capture cost is measured
+    /// against.
+    pub fn empty() -> Result<MultiUprobes, MultiUprobeError> {
+        const RETURN_ZERO: [u8; 16] = [0xb7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
+        let license = CString::new("GPL").map_err(|e| MultiUprobeError::Object(e.to_string()))?;
+        Ok(MultiUprobes {
+            enter: prog_load("floor_enter", &RETURN_ZERO, &license)?,
+            ret: prog_load("floor_return", &RETURN_ZERO, &license)?,
+        })
+    }
+
     /// Links the entry and return programs to `points` of the library file
     /// at `path`: in process `pid` only (the kernel installs the breakpoints
     /// in no other process, so nobody else traps), or with `None` in every

@@ -5,7 +5,11 @@ state after a warm-up. Prints one JSON line:
   first_cuda_ns just before the first CUDA call
   launches, steady_s, launches_per_s over the steady phase
   end_ns        just before exiting
-Usage: launch_loop.py SECONDS [BATCH]
+With EVERY (seconds), it also prints one line per window of about that
+length during the steady phase: {"window_end_ns", "window_s", "window_launches"},
+so that a probe attached to the running loop for a while (paired_cost.sh)
+is compared with the same process untraced before and after.
+Usage: launch_loop.py SECONDS [BATCH] [EVERY]
 """
 import time
 
@@ -19,6 +23,7 @@ import torch
 def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 6.0
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
+    every = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     first_cuda_ns = time.time_ns()
     x = torch.zeros(1024, device="cuda")
     for _ in range(3):
@@ -28,11 +33,18 @@ def main() -> None:
     launches = 0
     t0 = time.perf_counter()
     stop = t0 + seconds
+    w0, wn = t0, 0
     while time.perf_counter() < stop:
         for _ in range(batch):
             x.add_(1)
         torch.cuda.synchronize()
         launches += batch
+        if every:
+            wn += batch
+            now = time.perf_counter()
+            if now - w0 >= every:
+                print(json.dumps({"window_end_ns": time.time_ns(), "window_s": round(now - w0, 6), "window_launches": wn}), flush=True)
+                w0, wn = now, 0
     steady = time.perf_counter() - t0
     print(
         json.dumps(
