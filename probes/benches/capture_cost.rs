@@ -15,7 +15,7 @@
 mod common;
 
 use common::standin;
-use ingero_probes::probe_floor::ProbeFloor;
+use ingero_probes::probe_floor::{FloorProbes, ProbeFloor};
 use ingero_probes::{start, CaptureConfig, Target};
 use ingero_store::RawPolicy;
 use std::io::{BufRead, BufReader, Write};
@@ -141,26 +141,38 @@ fn main() {
     let b = median(base);
     println!("per-call cost: {N} cudaLaunchKernel calls, {rounds} rounds each (median / best)");
     println!("  without probes                {b:>9.1} / {bmin:>7.1} ns/call");
-    // The floor: a probe pair whose programs do nothing, linked the same way.
-    let mut floor = Vec::new();
-    for _ in 0..rounds {
-        let child = spawn_bench(&dir, N);
-        let probes = ProbeFloor::attach(
-            &dir.join("libcudart.so.13"),
-            &["cudaLaunchKernel"],
-            Some(child.id()),
-        )
-        .expect("floor probes (run as root)");
-        floor.push(finish(child));
-        drop(probes);
+    // The floors: do-nothing programs linked the same way, as a pair (what a
+    // capture links) and on entry only (what a call whose return is not
+    // probed would cost).
+    let mut f = 0.0;
+    for (kind, label) in [
+        (FloorProbes::Pair, "do-nothing probe pair "),
+        (FloorProbes::Entry, "do-nothing entry probe"),
+    ] {
+        let mut floor = Vec::new();
+        for _ in 0..rounds {
+            let child = spawn_bench(&dir, N);
+            let probes = ProbeFloor::attach(
+                &dir.join("libcudart.so.13"),
+                &["cudaLaunchKernel"],
+                Some(child.id()),
+                kind,
+            )
+            .expect("floor probes (run as root)");
+            floor.push(finish(child));
+            drop(probes);
+        }
+        let fmin = min(&floor);
+        let m = median(floor);
+        if kind == FloorProbes::Pair {
+            f = m;
+        }
+        println!(
+            "  {label} added {:>9.1} / {:>7.1} ns/call  (a floor: the kernel's traps, no program work)",
+            m - b,
+            fmin - bmin
+        );
     }
-    let fmin = min(&floor);
-    let f = median(floor);
-    println!(
-        "  do-nothing probe pair  added {:>9.1} / {:>7.1} ns/call  (the floor: trap and return hijack only)",
-        f - b,
-        fmin - bmin
-    );
     let mut releases = Vec::new();
     for (label, multi) in [
         ("multi-uprobe links", true),

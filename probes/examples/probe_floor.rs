@@ -2,17 +2,17 @@
 //! process, until that process exits or SECONDS pass: the floor a capture's
 //! cost is compared with (see `ingero_probes::probe_floor`).
 //!
-//! Usage: probe_floor PID LIBRARY FUNCTION[,FUNCTION...] [SECONDS]
+//! Usage: probe_floor PID LIBRARY FUNCTION[,FUNCTION...] [SECONDS] [pair|entry]
 
 use anyhow::{bail, Context};
-use ingero_probes::probe_floor::ProbeFloor;
+use ingero_probes::probe_floor::{FloorProbes, ProbeFloor};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        bail!("usage: probe_floor PID LIBRARY FUNCTION[,FUNCTION...] [SECONDS]");
+        bail!("usage: probe_floor PID LIBRARY FUNCTION[,FUNCTION...] [SECONDS] [pair|entry]");
     }
     let pid: u32 = args[0].parse().context("PID")?;
     let functions: Vec<&str> = args[2].split(',').filter(|f| !f.is_empty()).collect();
@@ -20,9 +20,14 @@ fn main() -> anyhow::Result<()> {
         Some(s) => Some(Duration::from_secs_f64(s.parse().context("SECONDS")?)),
         None => None,
     };
-    let floor = ProbeFloor::attach(Path::new(&args[1]), &functions, Some(pid))?;
+    let probes = match args.get(4).map(String::as_str) {
+        None | Some("pair") => FloorProbes::Pair,
+        Some("entry") => FloorProbes::Entry,
+        Some(other) => bail!("probe kind `{other}`: pair or entry"),
+    };
+    let floor = ProbeFloor::attach(Path::new(&args[1]), &functions, Some(pid), probes)?;
     eprintln!(
-        "probe_floor: {} probe pair(s) on pid {pid}",
+        "probe_floor: {probes:?} probes on {} function(s) of pid {pid}",
         functions.len()
     );
     let start = Instant::now();

@@ -137,32 +137,52 @@ impl MultiUprobes {
         points: &[ProbePoint],
         pid: Option<u32>,
     ) -> Result<[OwnedFd; 2], MultiUprobeError> {
-        let c_path = CString::new(path.as_os_str().as_bytes())
-            .map_err(|e| syscall_err("library path", io::Error::other(e)))?;
-        let offsets: Vec<u64> = points.iter().map(|p| p.offset).collect();
-        let cookies: Vec<u64> = points.iter().map(|p| p.op_id).collect();
-        let link = |prog: &OwnedFd, flags: u32| {
-            let mut attr = LinkCreateAttr {
-                prog_fd: prog.as_raw_fd() as u32,
-                attach_type: BPF_TRACE_UPROBE_MULTI,
-                path: c_path.as_ptr() as u64,
-                offsets: offsets.as_ptr() as u64,
-                cookies: cookies.as_ptr() as u64,
-                cnt: offsets.len() as u32,
-                multi_flags: flags,
-                pid: pid.unwrap_or(0),
-                ..LinkCreateAttr::default()
-            };
-            bpf_fd(BPF_LINK_CREATE, &mut attr)
-                .map_err(|e| syscall_err(format!("multi-uprobe link on {}", path.display()), e))
-        };
         // Return side first: a call that enters once the entry side is in
         // place is then sure to be seen returning, so no entry is left in
         // the table to pass for a call open at the stop.
-        let ret = link(&self.ret, BPF_F_UPROBE_MULTI_RETURN)?;
-        let enter = link(&self.enter, 0)?;
+        let ret = link(&self.ret, BPF_F_UPROBE_MULTI_RETURN, path, points, pid)?;
+        let enter = link(&self.enter, 0, path, points, pid)?;
         Ok([ret, enter])
     }
+
+    /// Links the entry program alone (no return hijack): what one trap per
+    /// call costs, for measuring the floor of an entry-only design.
+    pub fn attach_entry(
+        &self,
+        path: &Path,
+        points: &[ProbePoint],
+        pid: Option<u32>,
+    ) -> Result<OwnedFd, MultiUprobeError> {
+        link(&self.enter, 0, path, points, pid)
+    }
+}
+
+/// One multi-uprobe link of `prog` on `points` of `path` (`flags`: entry or
+/// return side).
+fn link(
+    prog: &OwnedFd,
+    flags: u32,
+    path: &Path,
+    points: &[ProbePoint],
+    pid: Option<u32>,
+) -> Result<OwnedFd, MultiUprobeError> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| syscall_err("library path", io::Error::other(e)))?;
+    let offsets: Vec<u64> = points.iter().map(|p| p.offset).collect();
+    let cookies: Vec<u64> = points.iter().map(|p| p.op_id).collect();
+    let mut attr = LinkCreateAttr {
+        prog_fd: prog.as_raw_fd() as u32,
+        attach_type: BPF_TRACE_UPROBE_MULTI,
+        path: c_path.as_ptr() as u64,
+        offsets: offsets.as_ptr() as u64,
+        cookies: cookies.as_ptr() as u64,
+        cnt: offsets.len() as u32,
+        multi_flags: flags,
+        pid: pid.unwrap_or(0),
+        ..LinkCreateAttr::default()
+    };
+    bpf_fd(BPF_LINK_CREATE, &mut attr)
+        .map_err(|e| syscall_err(format!("multi-uprobe link on {}", path.display()), e))
 }
 
 /// Read-only data sections turned into frozen array maps (by section name),

@@ -29,19 +29,30 @@ pub enum ProbeFloorError {
     Probe(String),
 }
 
-/// Attached do-nothing probe pairs; dropping the value detaches them.
+/// Which traps the floor probes set on each function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloorProbes {
+    /// Entry and return, as a capture links them today.
+    Pair,
+    /// Entry only: the floor of a design that skips the return probe.
+    Entry,
+}
+
+/// Attached do-nothing probes; dropping the value detaches them.
 pub struct ProbeFloor {
-    _links: [OwnedFd; 2],
+    _links: Vec<OwnedFd>,
     _programs: MultiUprobes,
 }
 
 impl ProbeFloor {
-    /// Probes entry and return of `functions` in `library`, in process `pid`
-    /// only (or every process mapping the file, with `None`).
+    /// Probes `functions` in `library` (entry and return, or entry only, per
+    /// `probes`), in process `pid` only (or every process mapping the file,
+    /// with `None`).
     pub fn attach(
         library: &Path,
         functions: &[&str],
         pid: Option<u32>,
+        probes: FloorProbes,
     ) -> Result<ProbeFloor, ProbeFloorError> {
         let symbols = |reason: String| ProbeFloorError::Symbols {
             library: library.display().to_string(),
@@ -59,9 +70,17 @@ impl ProbeFloor {
             });
         }
         let programs = MultiUprobes::empty().map_err(|e| ProbeFloorError::Probe(e.to_string()))?;
-        let links = programs
-            .attach(library, &points, pid)
-            .map_err(|e| ProbeFloorError::Probe(e.to_string()))?;
+        let probe_err =
+            |e: crate::multi_uprobe::MultiUprobeError| ProbeFloorError::Probe(e.to_string());
+        let links = match probes {
+            FloorProbes::Pair => programs
+                .attach(library, &points, pid)
+                .map_err(probe_err)?
+                .into(),
+            FloorProbes::Entry => vec![programs
+                .attach_entry(library, &points, pid)
+                .map_err(probe_err)?],
+        };
         Ok(ProbeFloor {
             _links: links,
             _programs: programs,
