@@ -2,20 +2,15 @@
 /*
  * Entry/return probe pairs on CUDA runtime and driver functions. The entry
  * program stamps the time and keeps the interesting arguments per thread and
- * function (sizes, copy kind, stream, launch geometry, whether the call is
- * nested in another); the return program emits one rec_cuda with the
- * duration.
+ * call (sizes, copy kind, stream, launch geometry, whether the call is
+ * nested in another) in the thread's table of open calls; the return
+ * program emits one rec_cuda with the duration.
  */
 #ifndef INGERO_CUDA_H
 #define INGERO_CUDA_H
 
 #include "common.h"
 #include "launch_geometry.h"
-
-struct call_key {
-	u32 tid;
-	u32 op;
-};
 
 struct call_val {
 	u64 ts;
@@ -27,32 +22,36 @@ struct call_val {
 	u32 grid[3];
 	u32 block[3];
 	u32 shared_mem;
-	u32 pad;
+	u32 op;      /* catalogue id of the function */
 };
 
-/* Calls in flight, per thread and function (a plain hash: cheaper than LRU;
- * keys are reused by the same thread, so only dead threads leave entries). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct call_key);
-	__type(value, struct call_val);
-} calls SEC(".maps");
+/* Probed calls one thread can be inside at once: a runtime call and the
+ * driver call it makes are two; deeper nesting is counted as LOSS_CALL_MAP. */
+#define CALL_SLOTS 4
+
+/* The probed calls a thread is inside, innermost last. */
+struct thread_calls {
+	u32 depth;   /* slots in use, 0..CALL_SLOTS */
+	u32 pad;
+	struct call_val slot[CALL_SLOTS];
+};
 
 /*
- * How many probed calls each thread is inside (tid -> count): the entries of
- * `calls` of that thread, counted as they are made and removed. A call
- * entered while the count is above zero is nested (REC_CUDA_NESTED): the
- * driver call a runtime call makes for the application, so that analysis
- * can count one logical call once (rule: store/src/nesting.rs). The entry
- * stays at 0 between calls and goes when the thread exits.
+ * Calls in flight, per thread (tid -> its open calls). A thread's entry is
+ * made at its first probed call and changed in place from then on, so a
+ * call costs one lookup at entry and one at return, with no insertion or
+ * deletion (each takes a bucket lock and a free-list operation); the entry
+ * goes when the thread exits. Only the thread itself writes its entry. A
+ * call entered while the depth is above zero is nested (REC_CUDA_NESTED):
+ * the driver call a runtime call makes for the application, so that
+ * analysis can count one logical call once (rule: store/src/nesting.rs).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 32768);
 	__type(key, u32);
-	__type(value, u32);
-} call_depth SEC(".maps");
+	__type(value, struct thread_calls);
+} threads SEC(".maps");
 
 /*
  * Launches by level, per CPU: [0] runtime launches entered (cudaLaunchKernel
@@ -140,45 +139,61 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
-	struct call_key k = { .tid = tid, .op = op };
-	struct call_val *v = bpf_map_lookup_elem(&calls, &k);
-	if (!v)
+	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
 		return 0;
-	emit_call(op, (u32)(id >> 32), tid, v, bpf_ktime_get_ns(),
-		  (s64)(s32)ctx->ax);
-	bpf_map_delete_elem(&calls, &k);
-	u32 *depth = bpf_map_lookup_elem(&call_depth, &tid);
-	if (depth && *depth > 0)
-		*depth -= 1;
+	u32 depth = t->depth;
+	/* The innermost open call of this function. Calls opened inside it
+	 * that are still open missed their return (the probe was not there
+	 * yet): they go with it. */
+	for (int i = CALL_SLOTS - 1; i >= 0; i--) {
+		if ((u32)i >= depth || t->slot[i].op != op)
+			continue;
+		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], bpf_ktime_get_ns(),
+			  (s64)(s32)ctx->ax);
+		t->depth = (u32)i;
+		return 0;
+	}
 	return 0;
 }
 
 /*
- * Keeps the entry `v` of call `op` of the current thread until it returns,
- * stamping its start and whether it is nested. The depth count follows the
- * table: +1 for a new entry only, so an entry that replaces one the thread
- * left (the same function entered again before it returned) leaves it as is.
+ * Opens call `op` of the current thread with entry record `v`, stamping
+ * its start and whether it is nested. The same function still open in this
+ * thread means its return was missed (a call entered before the return
+ * probe was attached): it is dropped with whatever was opened inside it.
  */
 static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
 {
 	u32 tid = (u32)id;
-	struct call_key k = { .tid = tid, .op = op };
-	u32 *depth = bpf_map_lookup_elem(&call_depth, &tid);
+	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t) {
+		struct thread_calls fresh = {};
+		bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&threads, &tid);
+		if (!t) {
+			count_loss(LOSS_CALL_MAP);
+			return;
+		}
+	}
+	u32 depth = t->depth;
+	for (int i = 0; i < CALL_SLOTS; i++) {
+		if ((u32)i < depth && t->slot[i].op == op) {
+			depth = (u32)i;
+			break;
+		}
+	}
 	v->ts = bpf_ktime_get_ns();
 	v->pid = (u32)(id >> 32);
-	v->flags = depth && *depth > 0 ? REC_CUDA_NESTED : 0;
-	count_launch_level(op, v->flags != 0);
-	if (bpf_map_update_elem(&calls, &k, v, BPF_NOEXIST) == 0) {
-		if (depth) {
-			*depth += 1;
-		} else {
-			u32 one = 1;
-			bpf_map_update_elem(&call_depth, &tid, &one, BPF_NOEXIST);
-		}
+	v->op = op;
+	v->flags = depth > 0 ? REC_CUDA_NESTED : 0;
+	count_launch_level(op, depth > 0);
+	if (depth >= CALL_SLOTS) {
+		count_loss(LOSS_CALL_MAP);
 		return;
 	}
-	if (bpf_map_update_elem(&calls, &k, v, BPF_ANY))
-		count_loss(LOSS_CALL_MAP);
+	t->slot[depth & (CALL_SLOTS - 1)] = *v;
+	t->depth = depth + 1;
 }
 
 /* The entry record of a call: its arguments, read per the CUDA_FUNCTIONS
@@ -337,33 +352,25 @@ static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
 #ifndef INGERO_MULTI_OBJECT
 CUDA_FUNCTIONS(CUDA_PROBE)
 
-#define OP_ID_OF(name, OP_ID, SIZE, KIND, STREAM, GEOM) OP_ID,
-static const u32 cuda_op_ids[] = { CUDA_FUNCTIONS(OP_ID_OF) };
-#define N_CUDA_OPS (sizeof(cuda_op_ids) / sizeof(cuda_op_ids[0]))
-
 /*
  * Called from the exit tracepoint for every exiting thread of a traced
  * process: a call it was inside never returns, so report it with the time
- * up to the exit and RET_THREAD_EXITED, count it, and free its entry.
+ * up to the exit and RET_THREAD_EXITED, count it, and free the thread's
+ * entry.
  */
 static __always_inline void end_open_calls(u32 pid, u32 tid)
 {
-	u64 now = bpf_ktime_get_ns();
-	/* A thread whose count is 0 is inside no call: nothing to look up. */
-	u32 *depth = bpf_map_lookup_elem(&call_depth, &tid);
-	int idle = depth && *depth == 0;
-	bpf_map_delete_elem(&call_depth, &tid);
-	if (idle)
+	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
 		return;
-	for (u32 i = 0; i < N_CUDA_OPS; i++) {
-		struct call_key k = { .tid = tid, .op = cuda_op_ids[i] };
-		struct call_val *v = bpf_map_lookup_elem(&calls, &k);
-		if (!v)
-			continue;
-		emit_call(k.op, pid, tid, v, now, RET_THREAD_EXITED);
+	u64 now = bpf_ktime_get_ns();
+	for (int i = 0; i < CALL_SLOTS; i++) {
+		if ((u32)i >= t->depth)
+			break;
+		emit_call(t->slot[i].op, pid, tid, &t->slot[i], now, RET_THREAD_EXITED);
 		count_loss(LOSS_UNFINISHED);
-		bpf_map_delete_elem(&calls, &k);
 	}
+	bpf_map_delete_elem(&threads, &tid);
 }
 #endif /* INGERO_MULTI_OBJECT */
 

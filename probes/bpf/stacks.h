@@ -46,7 +46,7 @@ int on_cpu_sample(void *ctx)
 }
 
 /* From on_switch: the current (outgoing) thread `id` leaves the CPU at `ts`.
- * Only threads that made a probed CUDA call (they have a call_depth entry)
+ * Only threads that made a probed CUDA call (they have an entry in `threads`)
  * are walked; user space joins the record with the off-CPU interval of the
  * same thread that starts at the same `ts`. */
 static __always_inline void offcpu_stack(void *ctx, u64 id, u64 ts)
@@ -54,7 +54,7 @@ static __always_inline void offcpu_stack(void *ctx, u64 id, u64 ts)
 	if (!cfg_offcpu_stacks)
 		return;
 	u32 tid = (u32)id;
-	if (!bpf_map_lookup_elem(&call_depth, &tid))
+	if (!bpf_map_lookup_elem(&threads, &tid))
 		return;
 	emit_stack(ctx, STACK_OFF_CPU, id, ts);
 }

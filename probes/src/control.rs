@@ -120,6 +120,9 @@ struct Recorded {
 
 const TICK: Duration = Duration::from_millis(20);
 const SECOND: Duration = Duration::from_secs(1);
+/// How long runtime launches in flight may keep their return probe once
+/// the entry side is gone; a launch blocked longer keeps it for good.
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
 impl Control {
     /// Runs until stopped, then drains, finishes the database and reports.
@@ -147,11 +150,13 @@ impl Control {
                 rescans.remove(&pid);
                 self.attach_from_maps(pid, &mut failed_libs);
             }
+            // Every tick until settled: the sooner the runtime level goes,
+            // the fewer launches pay for both.
+            self.settle_launch_level();
             if now >= next_second {
                 next_second = now + SECOND;
                 self.send(WriterMsg::Snapshot(sampler.sample(self.clock.now_epoch())));
                 last_losses = self.record_losses(last_losses, self.clock.now_epoch());
-                self.settle_launch_level();
                 if let (Some(root), false) = (self.root, self.trace_all) {
                     if self.child.is_none() {
                         self.attach_from_maps(root, &mut failed_libs);
@@ -179,8 +184,8 @@ impl Control {
         self.shutdown(reason, command_exit, last_losses, known, exited, sampler)
     }
 
-    /// Once a second: detaches the runtime launch probes when the driver
-    /// level sees every launch (see [`crate::launch_level`]).
+    /// At every tick until settled: detaches the runtime launch probes when
+    /// the driver level sees every launch (see [`crate::launch_level`]).
     fn settle_launch_level(&mut self) {
         let Some(probes) = self.probes.as_mut() else {
             return;
@@ -191,12 +196,14 @@ impl Control {
                     LaunchLevelState::Kept
                 } else if self.launch_levels.read().runtime_level_redundant() {
                     probes.detach_runtime_launch_entries();
-                    LaunchLevelState::Draining { waited_s: 0 }
+                    LaunchLevelState::Draining {
+                        since: Instant::now(),
+                    }
                 } else {
                     LaunchLevelState::Both
                 }
             }
-            LaunchLevelState::Draining { waited_s } => {
+            LaunchLevelState::Draining { since } => {
                 if !self.open_calls.any_open(&RUNTIME_LAUNCH_OPS) {
                     probes.detach_runtime_launch_returns();
                     let c = self.launch_levels.read();
@@ -206,13 +213,11 @@ impl Control {
                         "every runtime launch reached cuLaunchKernel: launches are probed at the driver only from now on"
                     );
                     LaunchLevelState::DriverOnly
-                } else if waited_s >= 10 {
+                } else if since.elapsed() >= DRAIN_LIMIT {
                     // A launch blocked this long: leave its return probe in place.
                     LaunchLevelState::Kept
                 } else {
-                    LaunchLevelState::Draining {
-                        waited_s: waited_s + 1,
-                    }
+                    LaunchLevelState::Draining { since }
                 }
             }
             s => s,

@@ -65,8 +65,8 @@ pub enum LaunchLevelState {
     Both,
     /// Entry side detached; waiting for calls in flight to return.
     Draining {
-        /// Seconds waited so far.
-        waited_s: u32,
+        /// When the entry side went.
+        since: std::time::Instant,
     },
     /// Only the driver level is probed.
     DriverOnly,

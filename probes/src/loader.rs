@@ -468,8 +468,8 @@ impl Probes {
     pub fn take_open_calls(&mut self) -> Result<crate::open_calls::OpenCalls, CaptureError> {
         let map = self
             .ebpf
-            .take_map("calls")
-            .ok_or_else(|| load_err("no calls map"))?;
+            .take_map("threads")
+            .ok_or_else(|| load_err("no threads map"))?;
         crate::open_calls::OpenCalls::new(map).map_err(load_err)
     }
 

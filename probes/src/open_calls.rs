@@ -1,5 +1,5 @@
-//! Calls still in flight when a capture stops. The entry probe keeps one row
-//! per thread and function until the return probe fires; whatever is left
+//! Calls still in flight when a capture stops. The entry probe keeps each
+//! call in its thread's row until the return probe fires; whatever is left
 //! once the probes are detached never returned inside the capture. A thread
 //! stuck in `cudaStreamSynchronize` is exactly what a user wants to see, so
 //! these calls are recorded (ret [`unfinished::OPEN_AT_STOP`], duration up to
@@ -10,17 +10,8 @@ use aya::maps::{HashMap as BpfHashMap, Map, MapData, MapError};
 use ingero_store::catalog::unfinished;
 use ingero_store::CudaCall;
 
-/// Key of the kernel `calls` table (`struct call_key` in `bpf/cuda.h`).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct CallKey {
-    /// Thread id.
-    pub tid: u32,
-    /// Catalogue id of the function.
-    pub op: u32,
-}
-
-/// Value of the kernel `calls` table (`struct call_val` in `bpf/cuda.h`).
+/// One open call in the kernel `threads` table (`struct call_val` in
+/// `bpf/cuda.h`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct CallVal {
@@ -42,23 +33,46 @@ pub struct CallVal {
     pub block: [u32; 3],
     /// Launch dynamic shared memory, bytes per block.
     pub shared_mem: u32,
+    /// Catalogue id of the function.
+    pub op: u32,
+}
+
+/// Most calls one thread is inside at once (`CALL_SLOTS` in `bpf/cuda.h`).
+pub const CALL_SLOTS: usize = 4;
+
+/// Value of the kernel `threads` table (`struct thread_calls`): the calls
+/// one thread is inside, innermost last.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadCalls {
+    /// Slots in use.
+    pub depth: u32,
     /// Padding to the C layout.
     pub pad: u32,
+    /// The open calls, `depth` of them.
+    pub slot: [CallVal; CALL_SLOTS],
+}
+
+impl ThreadCalls {
+    /// The calls this thread is inside, outermost first.
+    pub fn open(&self) -> &[CallVal] {
+        &self.slot[..(self.depth as usize).min(CALL_SLOTS)]
+    }
 }
 
 // SAFETY: both are plain `repr(C)` integers with the kernel's layout and no
 // invalid bit patterns.
-unsafe impl aya::Pod for CallKey {}
-// SAFETY: as above.
 unsafe impl aya::Pod for CallVal {}
+// SAFETY: as above.
+unsafe impl aya::Pod for ThreadCalls {}
 
 /// The kernel table of calls in flight.
 pub struct OpenCalls {
-    map: BpfHashMap<MapData, CallKey, CallVal>,
+    map: BpfHashMap<MapData, u32, ThreadCalls>,
 }
 
 impl OpenCalls {
-    /// Wraps the `calls` map taken from the loaded object.
+    /// Wraps the `threads` map taken from the loaded object.
     pub fn new(map: Map) -> Result<OpenCalls, MapError> {
         Ok(OpenCalls {
             map: BpfHashMap::try_from(map)?,
@@ -69,9 +83,9 @@ impl OpenCalls {
     /// (catalogue ids) as far as the table knows.
     pub fn any_open(&self, ops: &[u32]) -> bool {
         self.map
-            .keys()
+            .iter()
             .filter_map(Result::ok)
-            .any(|k| ops.contains(&k.op))
+            .any(|(_, t)| t.open().iter().any(|c| ops.contains(&c.op)))
     }
 
     /// The calls left in the table, as store rows ending at `stopped_ns`
@@ -81,13 +95,14 @@ impl OpenCalls {
             .map
             .iter()
             .filter_map(Result::ok)
-            .map(|(k, v)| {
+            .flat_map(|(tid, t)| t.open().to_vec().into_iter().map(move |v| (tid, v)))
+            .map(|(tid, v)| {
                 let ts_ns = clock.to_epoch(v.ts);
                 CudaCall {
                     ts_ns,
                     pid: v.pid as i32,
-                    tid: k.tid as i32,
-                    op_id: k.op as u16,
+                    tid: tid as i32,
+                    op_id: v.op as u16,
                     dur_ns: stopped_ns.saturating_sub(ts_ns).max(0),
                     bytes: v.size as i64,
                     copy_kind: v.kind,

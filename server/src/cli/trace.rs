@@ -75,6 +75,10 @@ pub struct Args {
     /// With --stack-hz: no Python frames (native and kernel stacks only).
     #[arg(long)]
     no_python_stacks: bool,
+    /// With --stack-hz: no stack at each switch-out of a CUDA-calling
+    /// thread (where it blocked); on-CPU and Python samples stay.
+    #[arg(long)]
+    no_offcpu_stacks: bool,
     /// No live table, even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -176,6 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.nvml = !args.no_gpu_samples;
     config.stack_hz = args.stack_hz;
     config.python_stacks = !args.no_python_stacks;
+    config.offcpu_stacks = !args.no_offcpu_stacks;
     if let Some(n) = args.sample {
         config.raw = RawPolicy::Sampled {
             per_second: n,
