@@ -31,10 +31,16 @@ struct call_val {
 
 /* The probed calls a thread is inside, innermost last. */
 struct thread_calls {
-	u32 depth;   /* slots in use, 0..CALL_SLOTS */
-	u32 pad;
+	u32 depth;    /* slots in use, 0..CALL_SLOTS */
+	u32 launches; /* outer driver launches seen under sampled timing */
+	u64 est_ns;   /* recent mean duration of its timed outer driver launches */
 	struct call_val slot[CALL_SLOTS];
 };
+
+/* Sampled launch timing (set by the loader): 0 or 1 = every call timed;
+ * N > 1 = time one outer driver launch in N per thread (the others are
+ * recorded at entry with an estimated duration, REC_CUDA_DUR_ESTIMATED). */
+const volatile u32 cfg_launch_sample = 0;
 
 /*
  * Calls in flight, per thread (tid -> its open calls). A thread's entry is
@@ -102,9 +108,9 @@ static __always_inline u64 reg_arg(struct ingero_regs *r, int n)
 #define ARG(n) reg_arg(ctx, (n))
 #define NONE 0
 
-/* Emits one rec_cuda for the call `v` of thread `tid`, ending at `now`. */
+/* Emits one rec_cuda for the call `v` of thread `tid`, lasting `dur`. */
 static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
-				      struct call_val *v, u64 now, s64 ret)
+				      struct call_val *v, u64 dur, s64 ret)
 {
 	struct rec_cuda *e = reserve(sizeof(*e));
 	if (!e)
@@ -115,7 +121,7 @@ static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
 	e->pid = pid;
 	e->tid = tid;
 	e->ts = v->ts;
-	e->dur = now - v->ts;
+	e->dur = dur;
 	e->size = v->size;
 	e->kind = v->kind;
 	e->stream = v->stream;
@@ -129,6 +135,29 @@ static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
 	e->shared_mem = v->shared_mem;
 	e->flags = v->flags;
 	submit(e);
+}
+
+/* A driver-API kernel launch (cuLaunchKernel and its variants). */
+static __always_inline int is_driver_launch(u32 op)
+{
+	return op == 101 || (op >= 113 && op <= 117);
+}
+
+/* Folds a timed outer launch into the thread's estimate: a moving mean
+ * with weight 1/8 on the newest, so it follows a change within tens of
+ * timed launches. */
+static __always_inline void learn_launch_time(struct thread_calls *t, u64 dur)
+{
+	if (t->est_ns == 0) {
+		t->est_ns = dur ? dur : 1;
+		return;
+	}
+	u64 est = t->est_ns;
+	if (dur >= est)
+		est += (dur - est) / 8;
+	else
+		est -= (est - dur) / 8;
+	t->est_ns = est ? est : 1;
 }
 
 static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
@@ -149,33 +178,40 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 	for (int i = CALL_SLOTS - 1; i >= 0; i--) {
 		if ((u32)i >= depth || t->slot[i].op != op)
 			continue;
-		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], bpf_ktime_get_ns(),
+		u64 dur = bpf_ktime_get_ns() - t->slot[i].ts;
+		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], dur,
 			  (s64)(s32)ctx->ax);
+		if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op))
+			learn_launch_time(t, dur);
 		t->depth = (u32)i;
 		return 0;
 	}
 	return 0;
 }
 
+/* The table of thread `tid`, made at its first probed call. */
+static __always_inline struct thread_calls *thread_calls_of(u32 tid)
+{
+	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
+	if (t)
+		return t;
+	struct thread_calls fresh = {};
+	bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		count_loss(LOSS_CALL_MAP);
+	return t;
+}
+
 /*
- * Opens call `op` of the current thread with entry record `v`, stamping
+ * Opens call `op` on thread table `t` with entry record `v`, stamping
  * its start and whether it is nested. The same function still open in this
  * thread means its return was missed (a call entered before the return
  * probe was attached): it is dropped with whatever was opened inside it.
  */
-static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
+static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
+				      struct call_val *v)
 {
-	u32 tid = (u32)id;
-	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t) {
-		struct thread_calls fresh = {};
-		bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
-		t = bpf_map_lookup_elem(&threads, &tid);
-		if (!t) {
-			count_loss(LOSS_CALL_MAP);
-			return;
-		}
-	}
 	u32 depth = t->depth;
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i < depth && t->slot[i].op == op) {
@@ -194,6 +230,45 @@ static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
 	}
 	t->slot[depth & (CALL_SLOTS - 1)] = *v;
 	t->depth = depth + 1;
+}
+
+/* Opens call `op` of the current thread (see open_call). */
+static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
+{
+	struct thread_calls *t = thread_calls_of((u32)id);
+	if (t)
+		open_call(t, id, op, v);
+}
+
+/*
+ * Entry of a driver launch under sampled timing. Returns 0 when the launch
+ * is timed (opened like any call; its return is wanted), 1 when it is not:
+ * then it is recorded here, at entry, with the thread's estimate as its
+ * duration (REC_CUDA_DUR_ESTIMATED), and its return is not wanted. Timed:
+ * every nested launch (inside a runtime launch, before the runtime probe
+ * goes), a thread's launches until it has an estimate, and one outer
+ * launch in cfg_launch_sample.
+ */
+static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val *v)
+{
+	u32 tid = (u32)id;
+	struct thread_calls *t = thread_calls_of(tid);
+	if (!t)
+		return 1;
+	if (t->depth > 0 || cfg_launch_sample <= 1) {
+		open_call(t, id, op, v);
+		return 0;
+	}
+	u32 n = t->launches;
+	t->launches = n + 1;
+	if (t->est_ns == 0 || n % cfg_launch_sample == 0) {
+		open_call(t, id, op, v);
+		return 0;
+	}
+	v->ts = bpf_ktime_get_ns();
+	v->flags = REC_CUDA_DUR_ESTIMATED;
+	emit_call(op, (u32)(id >> 32), tid, v, t->est_ns, 0);
+	return 1;
 }
 
 /* The entry record of a call: its arguments, read per the CUDA_FUNCTIONS
@@ -367,7 +442,8 @@ static __always_inline void end_open_calls(u32 pid, u32 tid)
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i >= t->depth)
 			break;
-		emit_call(t->slot[i].op, pid, tid, &t->slot[i], now, RET_THREAD_EXITED);
+		emit_call(t->slot[i].op, pid, tid, &t->slot[i], now - t->slot[i].ts,
+			  RET_THREAD_EXITED);
 		count_loss(LOSS_UNFINISHED);
 	}
 	bpf_map_delete_elem(&threads, &tid);

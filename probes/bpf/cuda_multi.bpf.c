@@ -43,4 +43,39 @@ SEC("uretprobe.multi") int cuda_return(struct ingero_regs *ctx)
 	return call_exit(ctx, (u32)bpf_get_attach_cookie(ctx));
 }
 
+/* Kernel function (6.13+): true when a session program runs at the return. */
+extern _Bool bpf_session_is_return(void) __attribute__((section(".ksyms")));
+
+/*
+ * The driver launch functions under sampled launch timing (cfg_launch_sample
+ * > 1), as one uprobe session (kernel 6.13+): the same program runs at entry
+ * and, when the entry returned 0, at the return. An untimed launch returns
+ * 1 at entry, so the kernel does not hijack its return at all: it costs one
+ * trap instead of two.
+ */
+SEC("uprobe.session") int cuda_launch_session(struct ingero_regs *ctx)
+{
+	u32 op = (u32)bpf_get_attach_cookie(ctx);
+	if (bpf_session_is_return())
+		return call_exit(ctx, op);
+	u64 id = bpf_get_current_pid_tgid();
+	if (!is_tracked((u32)(id >> 32)))
+		return 1;
+	struct call_val v = {};
+	switch (op) {
+#define CUDA_LAUNCH_CASE(name, OP_ID, SIZE, KIND, STREAM, GEOM)                  \
+	case (OP_ID):                                                          \
+		CALL_VAL(v, SIZE, KIND, STREAM, GEOM);                          \
+		break;
+	CUDA_FUNCTIONS(CUDA_LAUNCH_CASE)
+	default:
+		return 1;
+	}
+	if (!is_driver_launch(op)) {
+		call_enter(id, op, &v);
+		return 0;
+	}
+	return launch_enter_sampled(id, op, &v);
+}
+
 char LICENSE[] SEC("license") = "GPL";

@@ -48,6 +48,10 @@ struct rec_cuda {
 /* rec_cuda.flags: the call was entered while another probed CUDA call of the
  * same thread was in flight (the driver half of a runtime call). */
 #define REC_CUDA_NESTED 1
+/* rec_cuda.flags: dur was not measured. Under sampled launch timing
+ * (cfg_launch_sample > 1) a driver launch that is not timed is recorded at
+ * its entry, with dur set to the thread's recent mean of timed launches. */
+#define REC_CUDA_DUR_ESTIMATED 2
 
 /* rec_cuda.ret of a call whose thread exited before it returned (dur runs to
  * the exit). User space uses -2 for calls still open when capture stops. */

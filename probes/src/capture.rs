@@ -170,6 +170,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         ring_bytes: config.ring_bytes,
         multi_uprobes: config.multi_uprobes,
         offcpu_stacks: config.stack_hz > 0 && config.offcpu_stacks,
+        launch_sample: config.launch_sample,
     })?;
     let mut tracked = probes.take_tracked()?;
     let losses = probes.take_losses()?;

@@ -65,6 +65,12 @@ pub struct CaptureConfig {
     /// With stack sampling on: Python frames of traced CPython processes at
     /// the same rate (py-spy, from a thread of ingero's own).
     pub python_stacks: bool,
+    /// Sampled launch timing: 0 or 1 times every call; N > 1 times one
+    /// outer driver launch in N per thread and records the others at entry
+    /// with the thread's recent mean launch time (flagged as estimated), so
+    /// they cost one probe trap instead of two. Needs uprobe sessions
+    /// (Linux 6.13+); without them every launch is timed, with a warning.
+    pub launch_sample: u32,
 }
 
 impl CaptureConfig {
@@ -89,6 +95,7 @@ impl CaptureConfig {
             stack_hz: crate::stacks::DEFAULT_STACK_HZ,
             offcpu_stacks: true,
             python_stacks: true,
+            launch_sample: 0,
         }
     }
 }

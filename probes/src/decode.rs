@@ -13,6 +13,9 @@ const REC_STACK: u32 = 5;
 
 /// `rec_cuda.flags` bit of a nested call (`REC_CUDA_NESTED`).
 pub const REC_CUDA_NESTED: u32 = 1;
+/// `rec_cuda.flags` bit of a duration estimated, not measured
+/// (`REC_CUDA_DUR_ESTIMATED`, sampled launch timing).
+pub const REC_CUDA_DUR_ESTIMATED: u32 = 2;
 
 const CUDA_LEN: usize = 96;
 const HOST_LEN: usize = 40;
@@ -109,6 +112,7 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                 block: [u32_at(b, 76), u32_at(b, 80), u32_at(b, 84)],
                 shared_mem: u32_at(b, 88),
                 nested: u32_at(b, 92) & REC_CUDA_NESTED != 0,
+                dur_estimated: u32_at(b, 92) & REC_CUDA_DUR_ESTIMATED != 0,
             }))
         }
         REC_HOST | REC_PROC => {

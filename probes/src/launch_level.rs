@@ -17,6 +17,10 @@ use aya::maps::{MapData, PerCpuArray};
 /// Catalogue ids of the runtime launch functions (store/src/catalog.rs).
 pub const RUNTIME_LAUNCH_OPS: [u32; 6] = [3, 15, 16, 17, 18, 19];
 
+/// Catalogue ids of the driver launch functions (store/src/catalog.rs),
+/// which `bpf/cuda.h` `is_driver_launch` names too.
+pub const DRIVER_LAUNCH_OPS: [u32; 6] = [101, 113, 114, 115, 116, 117];
+
 /// Runtime launches to see before deciding.
 pub const MIN_RUNTIME_LAUNCHES: u64 = 1_000;
 

@@ -52,6 +52,9 @@ pub struct LoadOptions {
     /// Walk the user and kernel stack of a CUDA-calling thread each time it
     /// leaves the CPU (`bpf/stacks.h`).
     pub offcpu_stacks: bool,
+    /// Time one outer driver launch in this many per thread (0 or 1: all);
+    /// see [`crate::config::CaptureConfig::launch_sample`].
+    pub launch_sample: u32,
 }
 
 /// Name of the on-CPU stack sampling program (`bpf/stacks.h`).
@@ -117,6 +120,9 @@ pub struct Probes {
     /// kept apart so they can go once the driver level sees every launch
     /// (see [`crate::launch_level`]).
     runtime_launch: Vec<[Option<std::os::fd::OwnedFd>; 2]>,
+    /// Sampled launch timing is on: driver launches go to the session
+    /// program.
+    launch_sessions: bool,
 }
 
 fn load_err(e: impl std::fmt::Display) -> CaptureError {
@@ -182,6 +188,7 @@ impl Probes {
             let globals = [
                 ("cfg_trace_all", trace_all),
                 ("cfg_self_tgid", opts.self_tgid),
+                ("cfg_launch_sample", opts.launch_sample),
             ];
             match MultiUprobes::load(&map_fds(&ebpf), &globals) {
                 Ok(m) => Some(m),
@@ -200,6 +207,34 @@ impl Probes {
         } else {
             None
         };
+        let sampling = opts.launch_sample > 1;
+        let launch_sessions = match (&multi, sampling) {
+            (_, false) => false,
+            (Some(m), true) => match m.session_unavailable() {
+                None => true,
+                Some(why) => {
+                    warnings.record(
+                        WarningKind::LaunchSamplingUnavailable,
+                        None,
+                        format!(
+                            "sampled launch timing unavailable ({why}); every launch is timed \
+                             (two probe traps per launch)"
+                        ),
+                    );
+                    false
+                }
+            },
+            (None, true) => {
+                warnings.record(
+                    WarningKind::LaunchSamplingUnavailable,
+                    None,
+                    "sampled launch timing needs multi-uprobe links; every launch is timed \
+                     (two probe traps per launch)"
+                        .to_string(),
+                );
+                false
+            }
+        };
         let paused = ebpf
             .take_map("paused")
             .ok_or_else(|| load_err("no paused map"))
@@ -213,6 +248,7 @@ impl Probes {
             paused: Some(paused),
             multi,
             warnings,
+            launch_sessions,
         })
     }
 
@@ -318,6 +354,14 @@ impl Probes {
                     kind == LibraryKind::Runtime
                         && crate::launch_level::RUNTIME_LAUNCH_OPS.contains(&(p.op_id as u32))
                 });
+            // Under sampled launch timing, the driver's launch functions go
+            // to the session program; if that link fails they are probed
+            // like the rest (every launch timed).
+            let (sessions, rest): (Vec<ProbePoint>, Vec<ProbePoint>) =
+                rest.into_iter().partition(|p| {
+                    self.launch_sessions
+                        && crate::launch_level::DRIVER_LAUNCH_OPS.contains(&(p.op_id as u32))
+                });
             let attached = multi.attach(path, &rest, pid).and_then(|links| {
                 let launch_links = if launch.is_empty() {
                     None
@@ -326,10 +370,19 @@ impl Probes {
                 };
                 Ok((links, launch_links))
             });
+            let attached = attached.and_then(|(links, launch_links)| {
+                let session_links = self.attach_launch_sessions(multi, path, &sessions, pid)?;
+                Ok((links, launch_links, session_links))
+            });
             match attached {
-                Ok((links, launch_links)) => {
+                Ok((links, launch_links, session_links)) => {
                     self.links
                         .extend(links.map(|l| Box::new(l) as Box<dyn Send>));
+                    self.links.extend(
+                        session_links
+                            .into_iter()
+                            .map(|l| Box::new(l) as Box<dyn Send>),
+                    );
                     if let Some([ret, enter]) = launch_links {
                         self.runtime_launch.push([Some(ret), Some(enter)]);
                     }
@@ -377,6 +430,35 @@ impl Probes {
             self.libraries.push(path.to_path_buf());
         }
         Ok(AttachOutcome::Attached(count))
+    }
+
+    /// Links the driver launch functions `points` of `path` to the session
+    /// program (sampled launch timing); when that link fails, says so and
+    /// probes them with an ordinary pair instead (every launch timed).
+    fn attach_launch_sessions(
+        &self,
+        multi: &MultiUprobes,
+        path: &Path,
+        points: &[ProbePoint],
+        pid: Option<u32>,
+    ) -> Result<Vec<std::os::fd::OwnedFd>, crate::multi_uprobe::MultiUprobeError> {
+        if points.is_empty() {
+            return Ok(Vec::new());
+        }
+        match multi.attach_session(path, points, pid) {
+            Ok(link) => Ok(vec![link]),
+            Err(e) => {
+                self.warnings.record(
+                    WarningKind::LaunchSamplingUnavailable,
+                    Some(path),
+                    format!(
+                        "{}: launch session link failed ({e}); every launch is timed",
+                        path.display()
+                    ),
+                );
+                Ok(multi.attach(path, points, pid)?.into())
+            }
+        }
     }
 
     /// Takes the kernel's launch counters by level.

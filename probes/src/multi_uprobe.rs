@@ -34,6 +34,10 @@ const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_F_RDONLY_PROG: u32 = 1 << 7;
 const BPF_PROG_TYPE_KPROBE: u32 = 2;
 const BPF_TRACE_UPROBE_MULTI: u32 = 48;
+const BPF_TRACE_UPROBE_SESSION: u32 = 57;
+const BPF_PSEUDO_KFUNC_CALL: u8 = 2;
+const R_BPF_64_32: u32 = 10;
+const CALL: u8 = 0x85;
 const BPF_F_UPROBE_MULTI_RETURN: u32 = 1;
 const BPF_PSEUDO_MAP_FD: u8 = 1;
 const BPF_PSEUDO_MAP_VALUE: u8 = 2;
@@ -44,6 +48,9 @@ const LD_IMM64: u8 = 0x18;
 const ENTER: (&str, &str) = ("uprobe.multi", "cuda_enter");
 /// Section and program name of the return program.
 const RETURN: (&str, &str) = ("uretprobe.multi", "cuda_return");
+/// Section and program name of the launch session program (sampled launch
+/// timing, kernel 6.13+).
+const SESSION: (&str, &str) = ("uprobe.session", "cuda_launch_session");
 
 /// Why the multi-uprobe programs could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +86,8 @@ fn syscall_err(call: impl Into<String>, source: io::Error) -> MultiUprobeError {
 pub struct MultiUprobes {
     enter: OwnedFd,
     ret: OwnedFd,
+    /// The launch session program, or why it could not be loaded.
+    session: Result<OwnedFd, String>,
 }
 
 /// One probed function: its file offset and catalogue id (the cookie).
@@ -103,15 +112,23 @@ impl MultiUprobes {
         let license = CString::new(license.split(|&b| b == 0).next().unwrap_or_default())
             .map_err(|e| MultiUprobeError::Object(e.to_string()))?;
         let mut data_maps = DataMaps::new();
-        let mut load = |(section, name): (&str, &str)| -> Result<OwnedFd, MultiUprobeError> {
-            let insns = relocated(&file, section, maps, globals, &mut data_maps)?;
-            prog_load(name, &insns, &license)
+        let mut kfuncs = Kfuncs::default();
+        let mut load = |(section, name): (&str, &str),
+                        attach_type: u32|
+         -> Result<OwnedFd, MultiUprobeError> {
+            let insns = relocated(&file, section, maps, globals, &mut data_maps, &mut kfuncs)?;
+            prog_load(name, &insns, &license, attach_type)
         };
-        let enter = load(ENTER)?;
-        let ret = load(RETURN)?;
+        let enter = load(ENTER, BPF_TRACE_UPROBE_MULTI)?;
+        let ret = load(RETURN, BPF_TRACE_UPROBE_MULTI)?;
+        let session = load(SESSION, BPF_TRACE_UPROBE_SESSION).map_err(|e| e.to_string());
         // The programs hold their own references to the data maps now.
         drop(data_maps);
-        Ok(MultiUprobes { enter, ret })
+        Ok(MultiUprobes {
+            enter,
+            ret,
+            session,
+        })
     }
 
     /// Entry and return programs that do nothing (`r0 = 0; exit`): linked
@@ -121,9 +138,11 @@ impl MultiUprobes {
     pub fn empty() -> Result<MultiUprobes, MultiUprobeError> {
         const RETURN_ZERO: [u8; 16] = [0xb7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
         let license = CString::new("GPL").map_err(|e| MultiUprobeError::Object(e.to_string()))?;
+        let load = |name| prog_load(name, &RETURN_ZERO, &license, BPF_TRACE_UPROBE_MULTI);
         Ok(MultiUprobes {
-            enter: prog_load("floor_enter", &RETURN_ZERO, &license)?,
-            ret: prog_load("floor_return", &RETURN_ZERO, &license)?,
+            enter: load("floor_enter")?,
+            ret: load("floor_return")?,
+            session: Err("the floor has no session program".into()),
         })
     }
 
@@ -140,8 +159,15 @@ impl MultiUprobes {
         // Return side first: a call that enters once the entry side is in
         // place is then sure to be seen returning, so no entry is left in
         // the table to pass for a call open at the stop.
-        let ret = link(&self.ret, BPF_F_UPROBE_MULTI_RETURN, path, points, pid)?;
-        let enter = link(&self.enter, 0, path, points, pid)?;
+        let ret = link(
+            &self.ret,
+            BPF_TRACE_UPROBE_MULTI,
+            BPF_F_UPROBE_MULTI_RETURN,
+            path,
+            points,
+            pid,
+        )?;
+        let enter = link(&self.enter, BPF_TRACE_UPROBE_MULTI, 0, path, points, pid)?;
         Ok([ret, enter])
     }
 
@@ -153,14 +179,38 @@ impl MultiUprobes {
         points: &[ProbePoint],
         pid: Option<u32>,
     ) -> Result<OwnedFd, MultiUprobeError> {
-        link(&self.enter, 0, path, points, pid)
+        link(&self.enter, BPF_TRACE_UPROBE_MULTI, 0, path, points, pid)
+    }
+
+    /// Why the launch session program is not there (kernels before 6.13
+    /// have no uprobe sessions), or `None` when it is.
+    pub fn session_unavailable(&self) -> Option<&str> {
+        self.session.as_ref().err().map(String::as_str)
+    }
+
+    /// Links the launch session program to `points` (driver launch
+    /// functions): one link serving entry and return, where the entry
+    /// decides per call whether the return is wanted (sampled launch
+    /// timing). Fails when the program could not be loaded.
+    pub fn attach_session(
+        &self,
+        path: &Path,
+        points: &[ProbePoint],
+        pid: Option<u32>,
+    ) -> Result<OwnedFd, MultiUprobeError> {
+        let prog = self
+            .session
+            .as_ref()
+            .map_err(|e| MultiUprobeError::Object(format!("no launch session program: {e}")))?;
+        link(prog, BPF_TRACE_UPROBE_SESSION, 0, path, points, pid)
     }
 }
 
-/// One multi-uprobe link of `prog` on `points` of `path` (`flags`: entry or
-/// return side).
+/// One multi-uprobe link of `prog` on `points` of `path` (`attach_type`:
+/// multi or session; `flags`: entry or return side of a multi link).
 fn link(
     prog: &OwnedFd,
+    attach_type: u32,
     flags: u32,
     path: &Path,
     points: &[ProbePoint],
@@ -172,7 +222,7 @@ fn link(
     let cookies: Vec<u64> = points.iter().map(|p| p.op_id).collect();
     let mut attr = LinkCreateAttr {
         prog_fd: prog.as_raw_fd() as u32,
-        attach_type: BPF_TRACE_UPROBE_MULTI,
+        attach_type,
         path: c_path.as_ptr() as u64,
         offsets: offsets.as_ptr() as u64,
         cookies: cookies.as_ptr() as u64,
@@ -196,13 +246,43 @@ fn section_bytes<'a>(file: &object::File<'a>, name: &str) -> Result<&'a [u8], Mu
         .map_err(|e| MultiUprobeError::Object(e.to_string()))
 }
 
-/// The instructions of `section` with every map reference resolved.
+/// Kernel functions called by the programs, resolved by name in the
+/// running kernel's BTF (read once, at the first call met).
+#[derive(Default)]
+struct Kfuncs {
+    btf: Option<aya_obj::btf::Btf>,
+}
+
+impl Kfuncs {
+    /// The BTF id of kernel function `name`.
+    fn id(&mut self, name: &str) -> Result<u32, MultiUprobeError> {
+        if self.btf.is_none() {
+            let btf = aya_obj::btf::Btf::from_sys_fs()
+                .map_err(|e| MultiUprobeError::Object(format!("kernel BTF: {e}")))?;
+            self.btf = Some(btf);
+        }
+        let btf = self
+            .btf
+            .as_ref()
+            .ok_or_else(|| MultiUprobeError::Object("kernel BTF".into()))?;
+        btf.id_by_type_name_kind(name, aya_obj::btf::BtfKind::Func)
+            .map_err(|_| {
+                MultiUprobeError::Object(format!(
+                    "this kernel has no function `{name}` (uprobe sessions need Linux 6.13+)"
+                ))
+            })
+    }
+}
+
+/// The instructions of `section` with every map reference and kernel
+/// function call resolved.
 fn relocated(
     file: &object::File<'_>,
     section: &str,
     maps: &HashMap<String, BorrowedFd<'_>>,
     globals: &[(&str, u32)],
     data_maps: &mut DataMaps,
+    kfuncs: &mut Kfuncs,
 ) -> Result<Vec<u8>, MultiUprobeError> {
     let bad = |m: String| MultiUprobeError::Object(format!("{section}: {m}"));
     let sec = file
@@ -213,23 +293,33 @@ fn relocated(
         let RelocationFlags::Elf { r_type } = rel.flags() else {
             return Err(bad("not an ELF relocation".into()));
         };
-        if r_type != R_BPF_64_64 {
-            return Err(bad(format!(
-                "relocation type {r_type} (a call to a function that is not inlined?)"
-            )));
-        }
         let RelocationTarget::Symbol(index) = rel.target() else {
             return Err(bad("relocation without a symbol".into()));
         };
         let sym = file
             .symbol_by_index(index)
             .map_err(|e| bad(e.to_string()))?;
+        let at = usize::try_from(offset).map_err(|e| bad(e.to_string()))?;
+        if r_type == R_BPF_64_32 && sym.is_undefined() && insns.get(at) == Some(&CALL) {
+            // A call to a kernel function (declared in `.ksyms`).
+            let name = sym.name().map_err(|e| bad(e.to_string()))?;
+            let id = kfuncs.id(name)?;
+            let insn = &mut insns[at..at + 8];
+            insn[1] = (insn[1] & 0x0f) | (BPF_PSEUDO_KFUNC_CALL << 4);
+            insn[2..4].copy_from_slice(&0i16.to_le_bytes());
+            insn[4..8].copy_from_slice(&id.to_le_bytes());
+            continue;
+        }
+        if r_type != R_BPF_64_64 {
+            return Err(bad(format!(
+                "relocation type {r_type} (a call to a function that is not inlined?)"
+            )));
+        }
         let target_section = sym
             .section_index()
             .and_then(|i| file.section_by_index(i).ok())
             .ok_or_else(|| bad("relocation to an undefined symbol".into()))?;
         let target_name = target_section.name().map_err(|e| bad(e.to_string()))?;
-        let at = usize::try_from(offset).map_err(|e| bad(e.to_string()))?;
         if at + 16 > insns.len() || insns[at] != LD_IMM64 {
             return Err(bad(format!("relocation at {at} is not a 64-bit load")));
         }
@@ -332,15 +422,20 @@ fn data_map(
     Ok(raw)
 }
 
-/// Loads one kprobe-type program with the multi-uprobe attach type. On
+/// Loads one kprobe-type program with `attach_type` (multi or session). On
 /// failure, loads again with the verifier log on, to say why.
-fn prog_load(name: &str, insns: &[u8], license: &CString) -> Result<OwnedFd, MultiUprobeError> {
+fn prog_load(
+    name: &str,
+    insns: &[u8],
+    license: &CString,
+    attach_type: u32,
+) -> Result<OwnedFd, MultiUprobeError> {
     let mut attr = ProgLoadAttr {
         prog_type: BPF_PROG_TYPE_KPROBE,
         insn_cnt: (insns.len() / 8) as u32,
         insns: insns.as_ptr() as u64,
         license: license.as_ptr() as u64,
-        expected_attach_type: BPF_TRACE_UPROBE_MULTI,
+        expected_attach_type: attach_type,
         ..ProgLoadAttr::default()
     };
     let short = name.as_bytes();

@@ -47,8 +47,10 @@ pub const CALL_SLOTS: usize = 4;
 pub struct ThreadCalls {
     /// Slots in use.
     pub depth: u32,
-    /// Padding to the C layout.
-    pub pad: u32,
+    /// Outer driver launches seen under sampled launch timing.
+    pub launches: u32,
+    /// The thread's moving mean of its timed outer launches, in ns.
+    pub est_ns: u64,
     /// The open calls, `depth` of them.
     pub slot: [CallVal; CALL_SLOTS],
 }
@@ -112,6 +114,7 @@ impl OpenCalls {
                     block: v.block,
                     shared_mem: v.shared_mem,
                     nested: v.flags & crate::decode::REC_CUDA_NESTED != 0,
+                    dur_estimated: false,
                 }
             })
             .collect();

@@ -246,6 +246,7 @@ pub fn preflight() -> CheckReport {
             ring_bytes: 1 << 16,
             multi_uprobes: true,
             offcpu_stacks: false,
+            launch_sample: 0,
         });
         items.push(match loaded {
             Ok(p) => item(

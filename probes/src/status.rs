@@ -135,6 +135,10 @@ pub enum WarningKind {
     /// On-CPU stack sampling could not start (no CPU-clock perf events):
     /// the capture goes on without on-CPU stacks.
     StackSamplingUnavailable,
+    /// Sampled launch timing was asked for but the kernel has no uprobe
+    /// sessions (Linux 6.13+) or the session link failed: every launch is
+    /// timed, at the cost of two probe traps each.
+    LaunchSamplingUnavailable,
 }
 
 /// Where records went missing, by cause.

@@ -16,6 +16,10 @@ use std::sync::Mutex;
 static CAPTURES: Mutex<()> = Mutex::new(());
 
 fn capture(db: &Path, nested: bool) {
+    capture_sampled(db, nested, 0);
+}
+
+fn capture_sampled(db: &Path, nested: bool, launch_sample: u32) {
     let dir = common::standin();
     let argv: Vec<String> = vec![
         "env".into(),
@@ -31,6 +35,7 @@ fn capture(db: &Path, nested: bool) {
     cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
     cfg.duration = Some(std::time::Duration::from_secs(60));
     cfg.ring_bytes = 64 << 20;
+    cfg.launch_sample = launch_sample;
     let summary = start(cfg).expect("start").wait().expect("capture");
     assert_eq!(summary.reason, StopReason::TargetExited);
     assert_eq!(summary.command_exit, Some(0));
@@ -110,4 +115,76 @@ fn runtime_launches_that_do_not_reach_the_driver_stay_probed() {
     assert!(iterations > 5_000, "{iterations} iterations in 4 s");
     assert_eq!(runtime, iterations, "every runtime launch recorded");
     assert_eq!((driver, driver_nested), (iterations, 0));
+}
+
+/// Sampled launch timing (uprobe sessions): every launch is still counted
+/// once, outer driver launches after a thread's first timed one are timed
+/// one in N, and the rest carry an estimate, flagged in the raw rows and
+/// the aggregates alike. The stand-in spends 20 us in every call, so a
+/// timed launch lasts at least that, and so does every estimate (a mean
+/// of timed launches).
+#[test]
+fn sampled_launch_timing_counts_every_launch_and_flags_the_estimates() {
+    if !common::can_trace() {
+        return;
+    }
+    let _one = CAPTURES.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = tmp.path().join("sampled.db");
+    capture_sampled(&db, true, 8);
+    let conn = Connection::open(&db).expect("open");
+    let (iterations, _) = agg(&conn, "cudaStreamSynchronize");
+    let (runtime, _) = agg(&conn, "cudaLaunchKernel");
+    let (driver, driver_nested) = agg(&conn, "cuLaunchKernel");
+    assert!(iterations > 5_000, "{iterations} iterations in 4 s");
+    assert_eq!(driver, 2 * iterations, "driver launches");
+    assert_eq!(
+        driver_nested, runtime,
+        "nested while the runtime level was probed"
+    );
+    let q = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).expect(sql) };
+    let outer = driver - driver_nested;
+    let (estimated, estimated_rows, timed_outer) = (
+        q(
+            "SELECT SUM(a.estimated_count) FROM aggregates a JOIN cuda_ops o ON o.id = a.code \
+           WHERE a.source = 1 AND o.name = 'cuLaunchKernel'",
+        ),
+        q(
+            "SELECT COUNT(*) FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id \
+           WHERE o.name = 'cuLaunchKernel' AND c.dur_estimated = 1",
+        ),
+        q(
+            "SELECT COUNT(*) FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id \
+           WHERE o.name = 'cuLaunchKernel' AND c.dur_estimated = 0 AND c.nested = 0",
+        ),
+    );
+    assert_eq!(
+        estimated, estimated_rows,
+        "every raw row kept (RawPolicy::All)"
+    );
+    assert_eq!(
+        timed_outer + estimated,
+        outer,
+        "each outer launch timed or estimated"
+    );
+    // One outer launch in 8 per thread is timed (the first among them): 7 in 8
+    // estimated, less a rounding.
+    let share = estimated as f64 / outer as f64;
+    assert!(
+        (0.87..=0.876).contains(&share),
+        "{estimated} of {outer} estimated ({share:.3})"
+    );
+    let min_estimate = q("SELECT MIN(dur_ns) FROM cuda_calls WHERE dur_estimated = 1");
+    assert!(
+        min_estimate >= 20_000,
+        "estimates are means of >= 20 us calls: {min_estimate}"
+    );
+    // Only driver launches are ever estimated.
+    assert_eq!(
+        q(
+            "SELECT COUNT(*) FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id \
+           WHERE c.dur_estimated = 1 AND o.name <> 'cuLaunchKernel'"
+        ),
+        0
+    );
 }

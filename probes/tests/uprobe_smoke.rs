@@ -20,6 +20,7 @@ fn traced_calls(multi: bool) -> Vec<CudaCall> {
         ring_bytes: 1 << 22,
         multi_uprobes: multi,
         offcpu_stacks: false,
+        launch_sample: 0,
     })
     .expect("load");
     assert_eq!(

@@ -41,6 +41,11 @@ pub struct AggTotals {
     /// The part of the totals above that nested calls make up
     /// ([`crate::nesting`]): subtract it to count outer calls only.
     pub nested: NestedPart,
+    /// Calls counted whose duration was estimated, not measured
+    /// ([`CudaCall::dur_estimated`]).
+    pub estimated_count: i64,
+    /// Their summed (estimated) duration, part of `sum_dur_ns`.
+    pub estimated_dur_ns: i64,
 }
 
 /// Totals of the nested calls among those of an [`AggTotals`] row.
@@ -71,6 +76,8 @@ impl AggTotals {
             sum_threads: 0,
             small_launches: 0,
             nested: NestedPart::default(),
+            estimated_count: 0,
+            estimated_dur_ns: 0,
         }
     }
 }
@@ -138,6 +145,10 @@ impl Aggregator {
         let (threads, small) = launch_totals(call);
         t.sum_threads = t.sum_threads.saturating_add(threads);
         t.small_launches += small;
+        if call.dur_estimated {
+            t.estimated_count += 1;
+            t.estimated_dur_ns = t.estimated_dur_ns.saturating_add(dur);
+        }
         if call.nested {
             let n = &mut t.nested;
             n.count += 1;

@@ -33,6 +33,9 @@ pub struct CudaCall {
     /// Made while another probed CUDA call of the same thread was in flight
     /// (see [`crate::nesting`]): the driver half of one runtime call.
     pub nested: bool,
+    /// `dur_ns` was not measured but estimated (sampled launch timing: the
+    /// thread's recent mean of its timed launches).
+    pub dur_estimated: bool,
 }
 
 impl CudaCall {

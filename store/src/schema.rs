@@ -93,6 +93,22 @@ pub const COLUMNS_V2: &[(&str, &str, &str)] = &[
     ("aggregates", "nested_small_launches", "0"),
 ];
 
+/// Columns added to existing tables in schema version 5 (sampled launch
+/// timing), with the value an older file reads as, grouped by table.
+pub const COLUMNS_V5: &[(&str, &str, &str)] = &[
+    ("cuda_calls", "dur_estimated", "0"),
+    ("aggregates", "estimated_count", "0"),
+    ("aggregates", "estimated_dur_ns", "0"),
+];
+
+/// Every column added to an existing table after version 1, with the
+/// version that added it (what [`crate::compat`] presents to older files).
+pub const ADDED_COLUMNS: &[(i64, &[AddedColumn])] = &[(2, COLUMNS_V2), (5, COLUMNS_V5)];
+
+/// A column added to an existing table: `(table, column, value an older
+/// file reads as)`.
+pub type AddedColumn = (&'static str, &'static str, &'static str);
+
 /// A launch of at most this many threads (grid x block) is counted in
 /// `aggregates.small_launches`: less than one wave on an H100/H200 (132
 /// SMs x 2,048 threads would be 270,336; 65,536 is a quarter of that).
@@ -239,7 +255,21 @@ ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT
     ),
     ACTIVITY_TABLE_SQL,
     STACK_TABLES_SQL,
+    ESTIMATED_DURATION_SQL,
 ];
+
+/// Columns added in schema version 5: durations that were estimated, not
+/// measured (sampled launch timing, `ingero trace --launch-sample N`).
+pub const ESTIMATED_DURATION_SQL: &str = r#"
+-- Version 5: sampled launch timing. dur_estimated = 1: the call was not timed (its return was not
+-- probed, to halve the probe cost of a launch); dur_ns is the thread's moving mean (weight 1/8 on
+-- the newest) of its timed outer launches, not a measurement. 0 = measured.
+ALTER TABLE cuda_calls ADD COLUMN dur_estimated INTEGER NOT NULL DEFAULT 0;
+-- The part of count and sum_dur_ns made of calls whose duration was estimated (min/max include
+-- the estimates).
+ALTER TABLE aggregates ADD COLUMN estimated_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aggregates ADD COLUMN estimated_dur_ns INTEGER NOT NULL DEFAULT 0;
+"#;
 
 /// Table added in schema version 3: per-thread CUDA activity spans, written
 /// exactly whatever the raw-row sampling (rule in [`crate::activity`]).

@@ -30,7 +30,7 @@ pub enum RawPolicy {
 }
 
 /// Columns of a raw `cuda_calls` row, in the order of [`cuda_row`].
-const CUDA_CALL_COLUMNS: [&str; 18] = [
+const CUDA_CALL_COLUMNS: [&str; 19] = [
     "session_id",
     "ts_ns",
     "pid",
@@ -49,6 +49,7 @@ const CUDA_CALL_COLUMNS: [&str; 18] = [
     "block_z",
     "shared_mem",
     "nested",
+    "dur_estimated",
 ];
 
 /// Columns of a raw `host_events` row.
@@ -64,7 +65,7 @@ const HOST_EVENT_COLUMNS: [&str; 8] = [
 ];
 
 /// The values of the raw row of `c`, in [`CUDA_CALL_COLUMNS`] order.
-fn cuda_row(session_id: i64, c: &CudaCall) -> [i64; 18] {
+fn cuda_row(session_id: i64, c: &CudaCall) -> [i64; 19] {
     let [gx, gy, gz] = c.grid.map(i64::from);
     let [bx, by, bz] = c.block.map(i64::from);
     [
@@ -86,6 +87,7 @@ fn cuda_row(session_id: i64, c: &CudaCall) -> [i64; 18] {
         bz,
         i64::from(c.shared_mem),
         if c.nested { NESTED } else { OUTER },
+        i64::from(c.dur_estimated),
     ]
 }
 
@@ -283,7 +285,7 @@ impl TraceWriter {
         }
         let tx = self.conn.transaction()?;
         {
-            let mut cuda: Vec<[i64; 18]> = Vec::new();
+            let mut cuda: Vec<[i64; 19]> = Vec::new();
             let mut host: Vec<[i64; 8]> = Vec::new();
             for (e, k) in events.iter().zip(&keep) {
                 if !*k {
@@ -313,8 +315,10 @@ impl TraceWriter {
             let mut agg = tx.prepare_cached(
                 "INSERT INTO aggregates(session_id, bucket_ns, pid, source, code, count, stored, \
                  sum_dur_ns, min_dur_ns, max_dur_ns, sum_bytes, sum_threads, small_launches, \
-                 nested_count, nested_dur_ns, nested_bytes, nested_threads, nested_small_launches) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) \
+                 nested_count, nested_dur_ns, nested_bytes, nested_threads, nested_small_launches, \
+                 estimated_count, estimated_dur_ns) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
+                 ?19, ?20) \
                  ON CONFLICT(session_id, bucket_ns, pid, source, code) DO UPDATE SET \
                  count = count + excluded.count, stored = stored + excluded.stored, \
                  sum_dur_ns = sum_dur_ns + excluded.sum_dur_ns, \
@@ -327,7 +331,9 @@ impl TraceWriter {
                  nested_dur_ns = nested_dur_ns + excluded.nested_dur_ns, \
                  nested_bytes = nested_bytes + excluded.nested_bytes, \
                  nested_threads = nested_threads + excluded.nested_threads, \
-                 nested_small_launches = nested_small_launches + excluded.nested_small_launches",
+                 nested_small_launches = nested_small_launches + excluded.nested_small_launches, \
+                 estimated_count = estimated_count + excluded.estimated_count, \
+                 estimated_dur_ns = estimated_dur_ns + excluded.estimated_dur_ns",
             )?;
             for (k, t) in self.pending.drain() {
                 agg.execute(params![
@@ -348,7 +354,9 @@ impl TraceWriter {
                     t.nested.sum_dur_ns,
                     t.nested.sum_bytes,
                     t.nested.sum_threads,
-                    t.nested.small_launches
+                    t.nested.small_launches,
+                    t.estimated_count,
+                    t.estimated_dur_ns
                 ])?;
             }
         }

@@ -329,6 +329,7 @@ fn rewrite(src: &Path, dst: &Path, policy: RawPolicy, with_gpu: bool) {
                 block: [r.get(12)?, r.get(13)?, r.get(14)?],
                 shared_mem: r.get(15)?,
                 nested: r.get::<_, i64>(16)? == 1,
+                dur_estimated: false,
             }))
         },
     );

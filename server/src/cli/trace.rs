@@ -79,6 +79,15 @@ pub struct Args {
     /// thread (where it blocked); on-CPU and Python samples stay.
     #[arg(long)]
     no_offcpu_stacks: bool,
+    /// Sampled launch timing: time one driver launch in N per thread and
+    /// record the others at entry, each with the thread's recent mean launch
+    /// time as its duration (marked estimated in the file: cuda_calls
+    /// .dur_estimated). An untimed launch costs one probe trap instead of
+    /// two. Every launch is still counted, with its geometry and stream.
+    /// Needs Linux 6.13+ (uprobe sessions); 0 or 1 = time every launch.
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    launch_sample: u32,
     /// No live table, even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -181,6 +190,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.stack_hz = args.stack_hz;
     config.python_stacks = !args.no_python_stacks;
     config.offcpu_stacks = !args.no_offcpu_stacks;
+    config.launch_sample = args.launch_sample;
     if let Some(n) = args.sample {
         config.raw = RawPolicy::Sampled {
             per_second: n,
