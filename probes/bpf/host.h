@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "stacks.h"
+#include "page_runs.h"
 
 struct offcpu_val {
 	u64 ts;     /* switch-out time */
@@ -77,6 +78,7 @@ int on_switch(u64 *ctx)
 		struct offcpu_val v = { .ts = now, .state = (s64)(u32)ctx[3] };
 		bpf_map_update_elem(&offcpu, &prev_tid, &v, BPF_ANY);
 		offcpu_stack(ctx, id, now);
+		end_page_run_of(prev_tid);
 	}
 
 	u32 next_tid = (u32)next->pid;
@@ -103,7 +105,8 @@ int on_wakeup(u64 *ctx)
 	return 0;
 }
 
-/* mm_page_alloc(page, order, gfp, migratetype), charged to the current task. */
+/* mm_page_alloc(page, order, gfp, migratetype), charged to the current task
+ * and counted into this CPU's run (page_runs.h). */
 SEC("tp_btf/mm_page_alloc")
 int on_page_alloc(u64 *ctx)
 {
@@ -111,7 +114,7 @@ int on_page_alloc(u64 *ctx)
 	u32 tgid = (u32)(id >> 32);
 	if (ctx[0] == 0 || !is_tracked(tgid))
 		return 0;
-	emit_host(HK_PAGE_ALLOC, tgid, (u32)id, bpf_ktime_get_ns(), 0, (s64)(u32)ctx[1]);
+	add_page_alloc(tgid, (u32)id, bpf_ktime_get_ns(), (u32)ctx[1]);
 	return 0;
 }
 
@@ -161,6 +164,7 @@ int on_exit(u64 *ctx)
 	bpf_map_delete_elem(&offcpu, &tid);
 	if (!is_tracked(tgid))
 		return 0;
+	end_page_run_of(tid);
 	end_open_calls(tgid, tid);
 	if (!(u8)ctx[1])
 		return 0;

@@ -12,6 +12,7 @@
 #define REC_PROC 3   /* struct rec_proc: fork, exec, exit (carries comm) */
 #define REC_MAPEXEC 4 /* struct rec_notice: a tracked process mapped code */
 #define REC_STACK 5  /* struct rec_stack: a user + kernel stack sample */
+#define REC_PAGES 6  /* struct rec_pages: a run of page allocations (page_runs.h) */
 
 /* Host kinds, same numbers as the store's HostKind. */
 #define HK_SWITCH 1
@@ -68,6 +69,18 @@ struct rec_host {
 	s64 arg;
 };
 
+/* Consecutive page allocations of one thread on one CPU (page_runs.h). */
+struct rec_pages {
+	u32 rec;
+	u16 order;   /* largest order in the run */
+	u16 cpu;
+	u32 pid;
+	u32 tid;
+	u64 ts;      /* first allocation */
+	u64 dur;     /* last - first */
+	u32 count;   /* allocations */
+	u32 pages;   /* 4 KiB pages */
+};
 struct rec_proc {
 	u32 rec;
 	u16 kind;

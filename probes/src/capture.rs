@@ -175,6 +175,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     let mut tracked = probes.take_tracked()?;
     let losses = probes.take_losses()?;
     let open_calls = probes.take_open_calls()?;
+    let page_runs = probes.take_page_runs()?;
     let launch_levels = probes.take_launch_levels()?;
     let ring = probes.take_ring()?;
 
@@ -394,6 +395,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         probes: Some(probes),
         losses,
         open_calls,
+        page_runs,
         launch_levels,
         launch_level: if config.one_launch_level {
             crate::launch_level::LaunchLevelState::Both

@@ -65,6 +65,8 @@ pub struct Control {
     pub losses: LossCounters,
     /// Kernel table of calls in flight, read at stop.
     pub open_calls: OpenCalls,
+    /// Page-allocation runs the kernel has not sent yet, read at stop.
+    pub page_runs: crate::page_runs::OpenPageRuns,
     /// Kernel counters of launches by level.
     pub launch_levels: LaunchLevels,
     /// Whether the runtime launch probes are still attached.
@@ -494,6 +496,12 @@ impl Control {
             self.on_notice(n, &mut known, &mut exited, &mut ignored);
         }
         self.record_open_calls(stopped_ns);
+        let runs = self.page_runs.left_open(&self.clock);
+        if !runs.is_empty() {
+            self.send(WriterMsg::Events(
+                runs.into_iter().map(Event::Host).collect(),
+            ));
+        }
         // Stamped at the stop, so the rows fall inside the session's span.
         self.record_losses(last_losses, stopped_ns);
         self.send(WriterMsg::Snapshot(sampler.sample(stopped_ns)));

@@ -10,6 +10,7 @@ const REC_HOST: u32 = 2;
 const REC_PROC: u32 = 3;
 const REC_MAPEXEC: u32 = 4;
 const REC_STACK: u32 = 5;
+const REC_PAGES: u32 = 6;
 
 /// `rec_cuda.flags` bit of a nested call (`REC_CUDA_NESTED`).
 pub const REC_CUDA_NESTED: u32 = 1;
@@ -21,6 +22,7 @@ const CUDA_LEN: usize = 96;
 const HOST_LEN: usize = 40;
 const PROC_LEN: usize = 48;
 const NOTICE_LEN: usize = 16;
+const PAGES_LEN: usize = 40;
 /// Frames in `rec_stack.user` and `rec_stack.kernel` (`STACK_*_FRAMES`).
 const STACK_USER_FRAMES: usize = 127;
 const STACK_KERNEL_FRAMES: usize = 48;
@@ -91,6 +93,23 @@ fn comm(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
+/// A run of page allocations (`struct rec_pages`; the same layout as the
+/// kernel's open run, see [`crate::page_runs`]) as one host row.
+fn page_run(b: &[u8], clock: &Clock) -> HostEvent {
+    let pages = i64::from(u32_at(b, 36));
+    HostEvent {
+        ts_ns: clock.to_epoch(u64_at(b, 16)),
+        pid: u32_at(b, 8) as i32,
+        tid: u32_at(b, 12) as i32,
+        kind: HostKind::PageAlloc,
+        dur_ns: u64_at(b, 24) as i64,
+        arg: i64::from(u16_at(b, 4)),
+        cpu: i32::from(u16_at(b, 6)),
+        count: i64::from(u32_at(b, 32)).max(1),
+        bytes: pages * 4096,
+    }
+}
+
 /// Decodes one record; `clock` turns kernel stamps into epoch ns.
 pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
     need(b, 0, 4)?;
@@ -141,6 +160,12 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                     dur_ns: u64_at(b, 24) as i64,
                     arg,
                     cpu,
+                    count: 1,
+                    bytes: if kind == HostKind::PageAlloc {
+                        4096i64 << arg.clamp(0, 20)
+                    } else {
+                        0
+                    },
                 }))
             } else {
                 let ev = HostEvent {
@@ -151,9 +176,15 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                     dur_ns: 0,
                     arg: u64_at(b, 24) as i64,
                     cpu,
+                    count: 1,
+                    bytes: 0,
                 };
                 Ok(Record::Proc(ev, comm(&b[32..48])))
             }
+        }
+        REC_PAGES => {
+            need(b, tag, PAGES_LEN)?;
+            Ok(Record::Host(page_run(b, clock)))
         }
         REC_STACK => {
             need(b, tag, STACK_LEN)?;
@@ -236,6 +267,34 @@ mod tests {
         );
         assert!(c.nested);
         assert_eq!(c.threads(), 1024);
+    }
+
+    #[test]
+    fn decodes_a_page_allocation_run_as_one_row_of_many() {
+        let clock = Clock::measure();
+        let mut b = vec![0u8; PAGES_LEN];
+        b[0..4].copy_from_slice(&REC_PAGES.to_ne_bytes());
+        b[4..6].copy_from_slice(&9u16.to_ne_bytes());
+        b[6..8].copy_from_slice(&1u16.to_ne_bytes());
+        b[8..12].copy_from_slice(&70u32.to_ne_bytes());
+        b[12..16].copy_from_slice(&71u32.to_ne_bytes());
+        b[16..24].copy_from_slice(&2_000u64.to_ne_bytes());
+        b[24..32].copy_from_slice(&900_000u64.to_ne_bytes());
+        b[32..36].copy_from_slice(&300u32.to_ne_bytes());
+        b[36..40].copy_from_slice(&811u32.to_ne_bytes());
+        let Ok(Record::Host(h)) = decode(&b, &clock) else {
+            panic!("not a host record");
+        };
+        assert_eq!(
+            (h.kind, h.pid, h.tid, h.cpu),
+            (HostKind::PageAlloc, 70, 71, 1)
+        );
+        assert_eq!(
+            (h.count, h.bytes, h.arg, h.dur_ns),
+            (300, 811 * 4096, 9, 900_000)
+        );
+        assert_eq!(h.ts_ns, clock.to_epoch(2_000));
+        assert!(decode(&b[..36], &clock).is_err());
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod loader;
 mod multi_uprobe;
 pub mod nvml;
 pub mod open_calls;
+pub mod page_runs;
 mod poller;
 pub mod preflight;
 pub mod probe_floor;

@@ -555,6 +555,16 @@ impl Probes {
         crate::open_calls::OpenCalls::new(map).map_err(load_err)
     }
 
+    /// Takes the per-CPU page-allocation runs (read at stop for runs that
+    /// have not been sent).
+    pub fn take_page_runs(&mut self) -> Result<crate::page_runs::OpenPageRuns, CaptureError> {
+        let map = self
+            .ebpf
+            .take_map("page_runs")
+            .ok_or_else(|| load_err("no page_runs map"))?;
+        crate::page_runs::OpenPageRuns::new(map).map_err(load_err)
+    }
+
     /// Takes the per-CPU loss counters.
     pub fn take_losses(&mut self) -> Result<LossCounters, CaptureError> {
         let map = self

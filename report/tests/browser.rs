@@ -302,6 +302,8 @@ fn dense_native_db(dir: &Path, calls: i64) -> PathBuf {
                 dur_ns: 20_000,
                 arg: (i % 8 == 0) as i64,
                 cpu: 0,
+                count: 1,
+                bytes: 0,
             }));
         }
         if batch.len() >= 10_000 {

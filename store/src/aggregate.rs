@@ -24,7 +24,8 @@ pub struct AggKey {
 pub struct AggTotals {
     /// Events seen.
     pub count: i64,
-    /// Of those, events kept as raw rows.
+    /// Of those, events kept as raw rows (a page-allocation row keeps all
+    /// the allocations of its run).
     pub stored: i64,
     /// Sum of durations.
     pub sum_dur_ns: i64,
@@ -132,9 +133,10 @@ impl Aggregator {
     /// Counts one event; `stored` says whether its raw row was kept.
     pub fn add(&mut self, event: &Event, stored: bool) {
         let (key, dur, bytes) = Self::key_of(event);
+        let n = event.count();
         let t = self.rows.entry(key).or_insert_with(AggTotals::empty);
-        t.count += 1;
-        t.stored += stored as i64;
+        t.count += n;
+        t.stored += if stored { n } else { 0 };
         t.sum_dur_ns = t.sum_dur_ns.saturating_add(dur);
         t.min_dur_ns = t.min_dur_ns.min(dur);
         t.max_dur_ns = t.max_dur_ns.max(dur);

@@ -112,6 +112,7 @@ pub(crate) fn attach_ingero_go(path: &Path, at_rest_wal: bool) -> Result<Mapped>
 
     let cuda_extra = crate::compat::added_columns("cuda_calls");
     let agg_extra = crate::compat::added_columns("aggregates");
+    let host_extra = crate::compat::added_columns("host_events");
     crate::compat::add_empty_gpu_tables(&conn).map_err(sql_err)?;
     conn.execute_batch(&format!(
         "
@@ -129,7 +130,7 @@ CREATE TEMP VIEW cuda_calls AS SELECT e.rowid AS id, {session_expr} AS session_i
   FROM src.events e
   JOIN foreign_op_map m ON m.source = e.source AND m.op = e.op
   JOIN cuda_ops o ON o.id = m.op_id {node_join};
-CREATE TEMP VIEW host_events AS SELECT e.rowid AS id, {session_expr} AS session_id,
+CREATE TEMP VIEW foreign_host_rows AS SELECT e.rowid AS id, {session_expr} AS session_id,
     {HOST_TS_SQL} AS ts_ns, e.pid, e.tid, {HOST_KIND_SQL} AS kind, e.duration AS dur_ns,
     CASE e.op WHEN 7 THEN e.arg1 WHEN 1 THEN -1
               WHEN 3 THEN (CASE WHEN e.arg0 <= 4096 THEN 0 WHEN e.arg0 <= 8192 THEN 1
@@ -148,6 +149,7 @@ CREATE TEMP VIEW host_events AS SELECT e.rowid AS id, {session_expr} AS session_
 UNION ALL SELECT e.rowid, {session_expr}, e.timestamp - e.duration, t.pid, e.tid, 1, e.duration, -1, -1
   FROM foreign_threads t JOIN src.events e ON e.pid = t.tid {node_join}
   WHERE e.source = {SRC_HOST} AND e.op = {OP_SWITCH};
+CREATE TEMP VIEW host_events AS SELECT *{host_extra} FROM foreign_host_rows;
 CREATE TEMP VIEW system_snapshots AS SELECT {default_session} AS session_id, timestamp AS ts_ns,
     cpu_pct, mem_pct AS mem_used_pct, mem_avail AS mem_avail_mb, swap_mb AS swap_used_mb,
     load_avg AS load1, -1 AS procs_running

@@ -62,17 +62,45 @@ pub struct HostEvent {
     pub kind: HostKind,
     /// Duration where the kind has one (off-CPU time for a switch), else 0.
     pub dur_ns: i64,
-    /// Kind-specific argument: preempted flag (switch), page order, child pid, exit code.
+    /// Kind-specific argument: preempted flag (switch), page order (the
+    /// largest of a run), child pid, exit code.
     pub arg: i64,
     /// CPU the event happened on, -1 when unknown.
     pub cpu: i32,
+    /// Events this row stands for: 1, or the allocations of a page-allocation
+    /// run (consecutive allocations of one thread on one CPU, coalesced in
+    /// the kernel; `ts_ns` is the first, `dur_ns` the span to the last).
+    pub count: i64,
+    /// Bytes a page-allocation row covers (4 KiB pages), 0 for other kinds.
+    pub bytes: i64,
 }
 
 impl HostEvent {
-    /// Bytes a page allocation covers (4 KiB pages), 0 for other kinds.
+    /// An event that stands for itself alone (count 1), of no bytes except a
+    /// single page allocation of order `arg`.
+    pub fn single(ts_ns: i64, pid: i32, tid: i32, kind: HostKind, dur_ns: i64, arg: i64) -> Self {
+        let bytes = if kind == HostKind::PageAlloc {
+            4096i64 << arg.clamp(0, 20)
+        } else {
+            0
+        };
+        HostEvent {
+            ts_ns,
+            pid,
+            tid,
+            kind,
+            dur_ns,
+            arg,
+            cpu: -1,
+            count: 1,
+            bytes,
+        }
+    }
+
+    /// Bytes a page allocation row covers, 0 for other kinds.
     pub fn page_bytes(&self) -> i64 {
         if self.kind == HostKind::PageAlloc {
-            4096i64 << self.arg.clamp(0, 20)
+            self.bytes
         } else {
             0
         }
@@ -89,6 +117,14 @@ pub enum Event {
 }
 
 impl Event {
+    /// Events this one stands for (a page-allocation run stands for many).
+    pub fn count(&self) -> i64 {
+        match self {
+            Event::Cuda(_) => 1,
+            Event::Host(h) => h.count.max(1),
+        }
+    }
+
     /// Timestamp of the event.
     pub fn ts_ns(&self) -> i64 {
         match self {

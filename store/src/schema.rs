@@ -101,9 +101,21 @@ pub const COLUMNS_V5: &[(&str, &str, &str)] = &[
     ("aggregates", "estimated_dur_ns", "0"),
 ];
 
+/// Columns added in schema version 6 (page-allocation runs): an older row
+/// is one event, and a page row covers 2^order pages.
+pub const COLUMNS_V6: &[(&str, &str, &str)] = &[
+    ("host_events", "count", "1"),
+    (
+        "host_events",
+        "bytes",
+        "CASE WHEN kind = 3 THEN 4096 << MIN(MAX(arg, 0), 20) ELSE 0 END",
+    ),
+];
+
 /// Every column added to an existing table after version 1, with the
 /// version that added it (what [`crate::compat`] presents to older files).
-pub const ADDED_COLUMNS: &[(i64, &[AddedColumn])] = &[(2, COLUMNS_V2), (5, COLUMNS_V5)];
+pub const ADDED_COLUMNS: &[(i64, &[AddedColumn])] =
+    &[(2, COLUMNS_V2), (5, COLUMNS_V5), (6, COLUMNS_V6)];
 
 /// A column added to an existing table: `(table, column, value an older
 /// file reads as)`.
@@ -256,7 +268,19 @@ ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT
     ACTIVITY_TABLE_SQL,
     STACK_TABLES_SQL,
     ESTIMATED_DURATION_SQL,
+    PAGE_RUNS_SQL,
 ];
+
+/// Columns added in schema version 6: a host row may stand for many events
+/// (page allocations coalesced in the kernel into runs).
+pub const PAGE_RUNS_SQL: &str = r#"
+-- Version 6: count = events the row stands for (1, or the allocations of a page-allocation run:
+-- consecutive allocations of one thread on one CPU, at most 1 ms, ts_ns the first and dur_ns the
+-- span to the last; arg the largest order). bytes = 4 KiB pages x 4096 of a page-allocation row.
+ALTER TABLE host_events ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE host_events ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE host_events SET bytes = 4096 << MIN(MAX(arg, 0), 20) WHERE kind = 3;
+"#;
 
 /// Columns added in schema version 5: durations that were estimated, not
 /// measured (sampled launch timing, `ingero trace --launch-sample N`).

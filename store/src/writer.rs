@@ -53,7 +53,7 @@ const CUDA_CALL_COLUMNS: [&str; 19] = [
 ];
 
 /// Columns of a raw `host_events` row.
-const HOST_EVENT_COLUMNS: [&str; 8] = [
+const HOST_EVENT_COLUMNS: [&str; 10] = [
     "session_id",
     "ts_ns",
     "pid",
@@ -62,6 +62,8 @@ const HOST_EVENT_COLUMNS: [&str; 8] = [
     "dur_ns",
     "arg",
     "cpu",
+    "count",
+    "bytes",
 ];
 
 /// The values of the raw row of `c`, in [`CUDA_CALL_COLUMNS`] order.
@@ -286,7 +288,7 @@ impl TraceWriter {
         let tx = self.conn.transaction()?;
         {
             let mut cuda: Vec<[i64; 19]> = Vec::new();
-            let mut host: Vec<[i64; 8]> = Vec::new();
+            let mut host: Vec<[i64; 10]> = Vec::new();
             for (e, k) in events.iter().zip(&keep) {
                 if !*k {
                     continue;
@@ -302,6 +304,8 @@ impl TraceWriter {
                         h.dur_ns,
                         h.arg,
                         i64::from(h.cpu),
+                        h.count.max(1),
+                        h.page_bytes(),
                     ]),
                 }
             }

@@ -128,6 +128,8 @@ fn writer_round_trip_and_sampling() {
             dur_ns: 0,
             arg: 1,
             cpu: 0,
+            count: 1,
+            bytes: 8192,
         }));
     }
     w.write_batch(&events).expect("batch");

@@ -18,6 +18,10 @@
  *                        /proc/self/maps, exit 76 if still mapped), load the
  *                        runtime again and make N more cudaLaunchKernel calls
  *     --seconds S        repeat the loop until S seconds have passed (soak runs)
+ *     --touch-pages N    before the loop, fault in N fresh 4 KiB pages (an
+ *                        anonymous mapping with huge pages off, one write
+ *                        per page): at least N order-0 page allocations
+ *     --spin-ms MS       then stay on the CPU for MS ms without a system call
  *     --side-sync        before the loop, one cudaStreamSynchronize on a second
  *                        thread, joined (with INGERO_STANDIN_EXIT_OFF_MAIN=1 that
  *                        thread ends inside the call)
@@ -221,7 +225,7 @@ int main(int argc, char **argv)
 {
 	char dir[PATH_MAX] = "";
 	long iters = 100, workers = 0, worker_ms = 300, wait_ms = 0, bench = 0;
-	long alarm_ms = 0, reload = 0, seconds = 0;
+	long alarm_ms = 0, reload = 0, seconds = 0, touch_pages = 0, spin_ms = 0;
 	int wait_stdin = 0, side = 0, new_api = 0;
 	const char *pids_path = NULL;
 
@@ -265,6 +269,10 @@ int main(int argc, char **argv)
 			reload = atol(v);
 		else if (!strcmp(a, "--seconds"))
 			seconds = atol(v);
+		else if (!strcmp(a, "--touch-pages"))
+			touch_pages = atol(v);
+		else if (!strcmp(a, "--spin-ms"))
+			spin_ms = atol(v);
 		else {
 			fprintf(stderr, "workload: unknown option %s\n", a);
 			return 64;
@@ -349,6 +357,21 @@ int main(int argc, char **argv)
 		side_sync_fn = cudaStreamSynchronize;
 		if (pthread_create(&t, NULL, side_sync, NULL) || pthread_join(t, NULL))
 			return 77;
+	}
+	if (touch_pages > 0) {
+		size_t len = (size_t)touch_pages * 4096;
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return 78;
+		madvise(p, len, MADV_NOHUGEPAGE);
+		for (size_t off = 0; off < len; off += 4096)
+			p[off] = 1;
+		munmap(p, len);
+	}
+	if (spin_ms > 0) {
+		long long spin_end = now_ns() + spin_ms * 1000000LL;
+		while (now_ns() < spin_end)
+			;
 	}
 	long long soak_end = now_ns() + seconds * 1000000000LL;
 	do {

@@ -179,8 +179,7 @@ fn edge_buckets(
         pid: i32,
         source: AggSource,
         code: i64,
-        dur: i64,
-        bytes: i64,
+        (count, dur, bytes): (i64, i64, i64),
     ) -> &mut AggRow {
         let e = rebuilt
             .entry((bucket, pid, source as u8, code))
@@ -201,8 +200,8 @@ fn edge_buckets(
                 small_launches: 0,
                 nested_small_launches: 0,
             });
-        e.count += 1;
-        e.stored += 1;
+        e.count += count;
+        e.stored += count;
         e.sum_dur_ns += dur;
         e.max_dur_ns = e.max_dur_ns.max(dur);
         e.sum_bytes += bytes;
@@ -222,8 +221,7 @@ fn edge_buckets(
                 c.pid,
                 AggSource::Cuda,
                 c.op_id as i64,
-                c.dur_ns,
-                bytes,
+                (1, c.dur_ns, bytes),
             );
             let small = i64::from(c.threads > 0 && c.threads <= SMALL_LAUNCH_THREADS);
             e.sum_threads += c.threads;
@@ -236,7 +234,7 @@ fn edge_buckets(
             }
         }
         let mut stmt = conn.prepare_cached(
-            "SELECT pid, kind, dur_ns, CASE WHEN kind = 3 THEN 4096 << MIN(MAX(arg, 0), 20) ELSE 0 END \
+            "SELECT pid, kind, MAX(count, 1), dur_ns, CASE WHEN kind = 3 THEN bytes ELSE 0 END \
              FROM host_events WHERE ts_ns BETWEEN ?1 AND ?2",
         )?;
         let mut rows = stmt.query(params![lo, hi])?;
@@ -247,8 +245,7 @@ fn edge_buckets(
                 r.get(0)?,
                 AggSource::Host,
                 r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
+                (r.get(2)?, r.get(3)?, r.get(4)?),
             );
         }
     }

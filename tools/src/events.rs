@@ -116,12 +116,12 @@ pub fn query_events(db: &TraceDb, query: &EventQuery) -> Result<EventPage> {
     };
     let body = "FROM (
         SELECT c.ts_ns AS ts, c.pid, c.tid, 'cuda' AS src, COALESCE(o.name, 'op#' || c.op_id) AS name,
-               c.dur_ns AS dur, c.bytes AS bytes, c.copy_kind AS a, -1 AS k
+               c.dur_ns AS dur, c.bytes AS bytes, c.copy_kind AS a, -1 AS k, 1 AS n
           FROM cuda_calls c LEFT JOIN cuda_ops o ON o.id = c.op_id
          WHERE ?5 >= 0 AND (?5 = 0 OR c.op_id = ?5) AND c.ts_ns BETWEEN ?1 AND ?2
            AND (?3 = 0 OR c.pid = ?3) AND c.dur_ns >= ?4
         UNION ALL
-        SELECT h.ts_ns, h.pid, h.tid, 'host', '', h.dur_ns, 0, h.arg, h.kind
+        SELECT h.ts_ns, h.pid, h.tid, 'host', '', h.dur_ns, h.bytes, h.arg, h.kind, h.count
           FROM host_events h
          WHERE ?6 >= 0 AND (?6 = 0 OR h.kind = ?6) AND h.ts_ns BETWEEN ?1 AND ?2
            AND (?3 = 0 OR h.pid = ?3) AND h.dur_ns >= ?4)";
@@ -136,7 +136,7 @@ pub fn query_events(db: &TraceDb, query: &EventQuery) -> Result<EventPage> {
         .map_err(q)?;
     let mut stmt = conn
         .prepare(&format!(
-            "SELECT ts, pid, tid, src, name, dur, bytes, a, k {body} ORDER BY ts, src, tid LIMIT ?7 OFFSET ?8"
+            "SELECT ts, pid, tid, src, name, dur, bytes, a, k, n {body} ORDER BY ts, src, tid LIMIT ?7 OFFSET ?8"
         ))
         .map_err(q)?;
     let start = db.span().start_ns;
@@ -169,7 +169,14 @@ pub fn query_events(db: &TraceDb, query: &EventQuery) -> Result<EventPage> {
                     let name = kind.map_or_else(|| format!("host#{k}"), |k| k.name().to_string());
                     let (bytes, detail) = match kind {
                         Some(HostKind::PageAlloc) => {
-                            (4096i64 << a.clamp(0, 20), format!("order {a}"))
+                            let n: i64 = r.get(9)?;
+                            let bytes: i64 = r.get(6)?;
+                            let detail = if n > 1 {
+                                format!("{n} allocations, largest order {a}")
+                            } else {
+                                format!("order {a}")
+                            };
+                            (bytes, detail)
                         }
                         Some(HostKind::Fork) => (0, format!("child {a}")),
                         Some(HostKind::Exit) => (0, format!("code {a}")),

@@ -43,6 +43,8 @@ fn switch(pid: i32, at: i64, off: i64) -> Event {
         dur_ns: off,
         arg: 1,
         cpu: 0,
+        count: 1,
+        bytes: 0,
     })
 }
 

@@ -39,6 +39,8 @@ fn switch(at: i64, off: i64, preempted: bool) -> Event {
         dur_ns: off,
         arg: preempted as i64,
         cpu: 0,
+        count: 1,
+        bytes: 0,
     })
 }
 

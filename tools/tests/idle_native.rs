@@ -35,6 +35,8 @@ fn switch(at_ms: i64, off_ms: i64, preempted: bool) -> Event {
         dur_ns: off_ms * MS,
         arg: preempted as i64,
         cpu: 0,
+        count: 1,
+        bytes: 0,
     })
 }
 

@@ -57,6 +57,8 @@ fn file(dir: &std::path::Path) -> TraceDb {
         dur_ns: 100 * MS - 1,
         arg: 0,
         cpu: 0,
+        count: 1,
+        bytes: 0,
     };
     w.write_batch(&[Event::Cuda(call), Event::Host(switch)])
         .expect("events");

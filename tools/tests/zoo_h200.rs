@@ -352,6 +352,8 @@ fn rewrite(src: &Path, dst: &Path, policy: RawPolicy, with_gpu: bool) {
                 dur_ns: r.get(4)?,
                 arg: r.get(5)?,
                 cpu: r.get(6)?,
+                count: 1,
+                bytes: 0,
             }))
         },
     ));

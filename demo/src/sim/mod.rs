@@ -324,6 +324,8 @@ impl Sim {
                 dur_ns: 0,
                 arg: b.pages.order as i64,
                 cpu: core as i32,
+                count: 1,
+                bytes: b.pages.bytes_each(),
             }));
         }
         b.left = b.total - after;
@@ -419,6 +421,8 @@ impl Sim {
             dur_ns: 0,
             arg: child as i64,
             cpu: core as i32,
+            count: 1,
+            bytes: 0,
         }));
         for i in 0..self.threads.len() {
             let th = &self.threads[i];
@@ -522,6 +526,8 @@ fn switch_event(th: &Thread, ts: i64, cpu: i32, slept: bool, now: i64) -> Event 
             SWITCH_PREEMPTED
         },
         cpu,
+        count: 1,
+        bytes: 0,
     })
 }
 

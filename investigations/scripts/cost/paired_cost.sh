@@ -37,7 +37,8 @@ W="$OUT/paired-windows.jsonl"
 # launch functions), entry_floor (do-nothing entry probes only), traced (the
 # default capture), traced_nostacks (--stack-hz 0), traced_nopy
 # (--no-python-stacks: native stacks only), traced_nooffcpu
-# (--no-offcpu-stacks: no stack at each switch-out), traced_sampled
+# (--no-offcpu-stacks: no stack at each switch-out), traced_launch16
+# (--launch-sample 16), traced_launch16_nostacks (the same, --stack-hz 0), traced_sampled
 # (--stack-hz 0 --sample 10: few rows for user space to write).
 PHASES=${COST_PHASES:-floor entry_floor traced}
 NPH=$(echo $PHASES | wc -w)
@@ -88,6 +89,8 @@ for c in $(seq "$CYCLES"); do
       traced_nopy) trace traced_nopy --no-python-stacks ;;
       traced_nooffcpu) trace traced_nooffcpu --no-offcpu-stacks ;;
       traced_sampled) trace traced_sampled --stack-hz 0 --sample 10 ;;
+      traced_launch16) trace traced_launch16 --launch-sample 16 ;;
+      traced_launch16_nostacks) trace traced_launch16_nostacks --launch-sample 16 --stack-hz 0 ;;
       *) echo "unknown phase $ph" >&2; exit 2 ;;
     esac
     phase "$ph" end

@@ -96,6 +96,8 @@ mod tests {
             dur_ns,
             arg,
             cpu: 0,
+            count: 1,
+            bytes: 0,
         }
     }
 

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 OR GPL-2.0 */
+/*
+ * Page allocations, coalesced in the kernel. A process touching fresh memory
+ * allocates hundreds of thousands of pages a second; one ring-buffer record
+ * each would fill the buffer and push out the CUDA calls it exists to
+ * explain. Each CPU keeps one open run instead: consecutive allocations of
+ * one thread, at most PAGE_RUN_NS long, counted (allocations and 4 KiB
+ * pages) and sent as one record when the run ends: another thread allocates
+ * on the CPU, the thread leaves the CPU, or the run is PAGE_RUN_NS old. User
+ * space reads the runs still open after the probes are detached, so every
+ * allocation counted reaches the store.
+ */
+#ifndef INGERO_PAGE_RUNS_H
+#define INGERO_PAGE_RUNS_H
+
+#include "common.h"
+
+/* Longest span one run covers (1 ms): the time resolution of page rows. */
+#define PAGE_RUN_NS 1000000ULL
+
+/* One CPU's open run; count == 0 when none (layout: probes/src/page_runs.rs). */
+struct page_run {
+	u32 pid;
+	u32 tid;
+	u64 start;  /* first allocation, CLOCK_MONOTONIC ns */
+	u64 last;   /* latest allocation */
+	u32 count;  /* allocations */
+	u32 pages;  /* 4 KiB pages: sum of 1 << order */
+	u32 order;  /* largest order seen */
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct page_run);
+} page_runs SEC(".maps");
+
+/* Sends the run as one record and empties it. A full ring buffer loses the
+ * record (counted once in LOSS_RINGBUF, like any other). */
+static __always_inline void flush_page_run(struct page_run *run)
+{
+	if (!run->count)
+		return;
+	struct rec_pages *e = reserve(sizeof(*e));
+	if (e) {
+		e->rec = REC_PAGES;
+		e->order = (u16)run->order;
+		e->cpu = (u16)bpf_get_smp_processor_id();
+		e->pid = run->pid;
+		e->tid = run->tid;
+		e->ts = run->start;
+		e->dur = run->last - run->start;
+		e->count = run->count;
+		e->pages = run->pages;
+		submit(e);
+	}
+	run->count = 0;
+}
+
+/* Counts one allocation of 2^order pages by `tgid`/`tid` at `now`. */
+static __always_inline void add_page_alloc(u32 tgid, u32 tid, u64 now, u32 order)
+{
+	u32 zero = 0;
+	struct page_run *run = bpf_map_lookup_elem(&page_runs, &zero);
+	if (!run)
+		return;
+	if (run->count && (run->tid != tid || now - run->start >= PAGE_RUN_NS))
+		flush_page_run(run);
+	if (order > 20)
+		order = 20;
+	if (!run->count) {
+		run->pid = tgid;
+		run->tid = tid;
+		run->start = now;
+		run->pages = 0;
+		run->order = 0;
+	}
+	run->count += 1;
+	run->pages += 1U << order;
+	run->last = now;
+	if (order > run->order)
+		run->order = order;
+}
+
+/* Ends this CPU's run when its thread leaves the CPU. */
+static __always_inline void end_page_run_of(u32 tid)
+{
+	u32 zero = 0;
+	struct page_run *run = bpf_map_lookup_elem(&page_runs, &zero);
+	if (run && run->count && run->tid == tid)
+		flush_page_run(run);
+}
+
+#endif
