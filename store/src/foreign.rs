@@ -29,6 +29,12 @@ const HOST_KIND_SQL: &str =
     "CASE e.op WHEN 1 THEN 1 WHEN 2 THEN 2 WHEN 3 THEN 3 WHEN 7 THEN 4 WHEN 5 THEN 5 WHEN 6 THEN 6 END";
 const HOST_OPS: &str = "(1, 2, 3, 5, 6, 7)";
 
+/// Page order of an Ingero page-allocation row (op 3, `arg0` = bytes).
+const PAGE_ORDER_SQL: &str = "(CASE WHEN e.arg0 <= 4096 THEN 0 WHEN e.arg0 <= 8192 THEN 1 \
+    WHEN e.arg0 <= 16384 THEN 2 WHEN e.arg0 <= 32768 THEN 3 WHEN e.arg0 <= 65536 THEN 4 \
+    WHEN e.arg0 <= 131072 THEN 5 WHEN e.arg0 <= 262144 THEN 6 WHEN e.arg0 <= 524288 THEN 7 \
+    WHEN e.arg0 <= 1048576 THEN 8 WHEN e.arg0 <= 2097152 THEN 9 ELSE 10 END)";
+
 /// Ingero host ops that [`HOST_KIND_SQL`] maps to sched_switch (native
 /// kind 1), process_exit (kind 6) and process_fork (kind 4).
 const OP_SWITCH: i64 = 1;
@@ -112,7 +118,6 @@ pub(crate) fn attach_ingero_go(path: &Path, at_rest_wal: bool) -> Result<Mapped>
 
     let cuda_extra = crate::compat::added_columns("cuda_calls");
     let agg_extra = crate::compat::added_columns("aggregates");
-    let host_extra = crate::compat::added_columns("host_events");
     crate::compat::add_empty_gpu_tables(&conn).map_err(sql_err)?;
     conn.execute_batch(&format!(
         "
@@ -130,26 +135,23 @@ CREATE TEMP VIEW cuda_calls AS SELECT e.rowid AS id, {session_expr} AS session_i
   FROM src.events e
   JOIN foreign_op_map m ON m.source = e.source AND m.op = e.op
   JOIN cuda_ops o ON o.id = m.op_id {node_join};
-CREATE TEMP VIEW foreign_host_rows AS SELECT e.rowid AS id, {session_expr} AS session_id,
+CREATE TEMP VIEW host_events AS SELECT e.rowid AS id, {session_expr} AS session_id,
     {HOST_TS_SQL} AS ts_ns, e.pid, e.tid, {HOST_KIND_SQL} AS kind, e.duration AS dur_ns,
     CASE e.op WHEN 7 THEN e.arg1 WHEN 1 THEN -1
-              WHEN 3 THEN (CASE WHEN e.arg0 <= 4096 THEN 0 WHEN e.arg0 <= 8192 THEN 1
-                    WHEN e.arg0 <= 16384 THEN 2 WHEN e.arg0 <= 32768 THEN 3
-                    WHEN e.arg0 <= 65536 THEN 4 WHEN e.arg0 <= 131072 THEN 5
-                    WHEN e.arg0 <= 262144 THEN 6 WHEN e.arg0 <= 524288 THEN 7
-                    WHEN e.arg0 <= 1048576 THEN 8 WHEN e.arg0 <= 2097152 THEN 9 ELSE 10 END)
+              WHEN 3 THEN {PAGE_ORDER_SQL}
               ELSE 0 END AS arg,
-    -1 AS cpu
+    -1 AS cpu, 1 AS count,
+    CASE e.op WHEN 3 THEN 4096 << {PAGE_ORDER_SQL} ELSE 0 END AS bytes
   FROM src.events e {node_join}
   WHERE e.source = {SRC_HOST} AND e.op IN {HOST_OPS}
     AND NOT (e.op = {OP_SWITCH} AND e.pid IN (SELECT tid FROM foreign_threads))
     AND NOT (e.op = {OP_FORK} AND EXISTS (SELECT 1 FROM foreign_threads t
                                  WHERE t.tid = e.arg1 AND t.pid = e.pid))
     AND NOT (e.op = {OP_EXIT} AND e.tid <> e.pid)
-UNION ALL SELECT e.rowid, {session_expr}, e.timestamp - e.duration, t.pid, e.tid, 1, e.duration, -1, -1
+UNION ALL SELECT e.rowid, {session_expr}, e.timestamp - e.duration, t.pid, e.tid, 1, e.duration, -1, -1,
+    1, 0
   FROM foreign_threads t JOIN src.events e ON e.pid = t.tid {node_join}
   WHERE e.source = {SRC_HOST} AND e.op = {OP_SWITCH};
-CREATE TEMP VIEW host_events AS SELECT *{host_extra} FROM foreign_host_rows;
 CREATE TEMP VIEW system_snapshots AS SELECT {default_session} AS session_id, timestamp AS ts_ns,
     cpu_pct, mem_pct AS mem_used_pct, mem_avail AS mem_avail_mb, swap_mb AS swap_used_mb,
     load_avg AS load1, -1 AS procs_running

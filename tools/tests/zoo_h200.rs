@@ -336,7 +336,9 @@ fn rewrite(src: &Path, dst: &Path, policy: RawPolicy, with_gpu: bool) {
     let kinds = HostKind::ALL;
     events.extend(rows(
         &c,
-        "SELECT ts_ns, pid, tid, kind, dur_ns, arg, cpu FROM host_events",
+        // These recordings predate page-allocation runs: one row, one event.
+        "SELECT ts_ns, pid, tid, kind, dur_ns, arg, cpu, \
+         CASE WHEN kind = 3 THEN 4096 << MIN(MAX(arg, 0), 20) ELSE 0 END FROM host_events",
         |r| {
             let id: i64 = r.get(3)?;
             let kind = kinds
@@ -353,7 +355,7 @@ fn rewrite(src: &Path, dst: &Path, policy: RawPolicy, with_gpu: bool) {
                 arg: r.get(5)?,
                 cpu: r.get(6)?,
                 count: 1,
-                bytes: 0,
+                bytes: r.get(7)?,
             }))
         },
     ));
