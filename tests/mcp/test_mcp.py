@@ -557,7 +557,8 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             time.sleep(0.3)
-            r = await c.call_tool("start_trace", {"pids": [proc.pid], "output": "mcp-capture.db", "ring_size": "64M"})
+            # One driver launch in 8 timed, the others recorded at entry.
+            r = await c.call_tool("start_trace", {"pids": [proc.pid], "output": "mcp-capture.db", "ring_size": "64M", "launch_sample": 8})
             C.ok("capture: start_trace", not r.is_error and r.structured_content["running"], text_of(r)[:300])
             proc.stdin.write(b"go\n")
             proc.stdin.flush()
@@ -579,6 +580,11 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
         ops = {o["op"]: o for o in (r.structured_content or {}).get("ops", [])}
         launch = ops.get("cudaLaunchKernel", {})
         C.ok("capture: exact cudaLaunchKernel count in the new database", not r.is_error and launch.get("count") == iters and launch.get("exact"), text_of(r)[:400])
+        q = await c.call_tool("run_sql", {"db": "mcp-capture.db", "sql": "SELECT COUNT(*) AS n, COALESCE(SUM(dur_estimated), 0) AS est FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id WHERE o.name = 'cuLaunchKernel'"})
+        row = ((q.structured_content or {}).get("rows") or [[0, 0]])[0]
+        n, est = (row.get("n"), row.get("est")) if isinstance(row, dict) else (row[0], row[1])
+        # Every launch counted; of each thread's launches one in 8 timed (the first is timed too).
+        C.ok("capture: launch_sample=8 counts every driver launch and estimates the untimed ones", not q.is_error and n == iters and iters * 5 // 8 <= est < iters, text_of(q)[:300])
         r = await c.call_tool("get_per_process_breakdown", {"db": "mcp-capture.db"})
         procs = (r.structured_content or {}).get("processes", [])
         workers = [p for p in procs if p.get("ppid") == proc.pid]

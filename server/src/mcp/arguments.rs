@@ -304,6 +304,7 @@ mod tests {
             "duration",
             "output",
             "ring_size",
+            "launch_sample",
         ] {
             assert!(e.contains(name), "{name} missing: {e}");
         }

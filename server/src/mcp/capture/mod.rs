@@ -186,6 +186,15 @@ impl Capture {
         if let Some(bytes) = ring_bytes {
             config.ring_bytes = bytes;
         }
+        match args.launch_sample {
+            Some(n) if n > 1_000_000 => {
+                return Err(CaptureError::BadRequest(format!(
+                    "launch_sample {n} is too large: time one launch in at most 1000000 (16 is typical; 0 or 1 times every launch)"
+                )))
+            }
+            Some(n) => config.launch_sample = n,
+            None => {}
+        }
         let handle =
             ingero_probes::start(config).map_err(|e| CaptureError::Engine(e.to_string()))?;
         let watch = match self.limits.max_bytes {

@@ -38,6 +38,13 @@ pub struct StartTraceArgs {
     /// Kernel ring buffer size, a power of two from "4K" to "1G" (default
     /// "16M"); raise it when a capture reports records dropped in the kernel.
     pub ring_size: Option<String>,
+    /// Time one kernel launch in this many per thread (e.g. 16) and record
+    /// the others at entry with the thread's recent mean launch time, flagged
+    /// as estimated (cuda_calls.dur_estimated = 1): for launch-bound jobs,
+    /// where timing every launch costs most. Every launch is still counted.
+    /// Absent, 0 or 1: every launch is timed.
+    #[schemars(range(max = 1_000_000))]
+    pub launch_sample: Option<u32>,
 }
 
 /// The processes a capture follows, and how to say so.
