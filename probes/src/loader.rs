@@ -148,9 +148,18 @@ fn attach_err(what: &str, e: impl std::error::Error) -> CaptureError {
 impl Probes {
     /// Loads every program into the kernel (nothing attached yet).
     pub fn load(opts: LoadOptions) -> Result<Probes, CaptureError> {
+        let began = std::time::Instant::now();
+        let mark = |phase: &str| {
+            tracing::debug!(
+                phase,
+                ms = began.elapsed().as_secs_f64() * 1e3,
+                "program load"
+            );
+        };
         let btf = Btf::from_sys_fs().map_err(|e| CaptureError::NoBtf {
             detail: e.to_string(),
         })?;
+        mark("kernel BTF parsed");
         let trace_all: u32 = u32::from(opts.trace_all);
         let offcpu_stacks: u32 = u32::from(opts.offcpu_stacks);
         let mut loader = EbpfLoader::new();
@@ -163,6 +172,7 @@ impl Probes {
         let mut ebpf = loader
             .load(OBJECT)
             .map_err(|e| attach_err("BPF object", e))?;
+        mark("object relocated, maps created");
         for (prog, tp) in BTF_TRACEPOINTS {
             let p: &mut BtfTracePoint = program(&mut ebpf, prog)?;
             p.load(tp, &btf).map_err(|e| attach_err(prog, e))?;
@@ -173,16 +183,7 @@ impl Probes {
         }
         let sampler: &mut PerfEvent = program(&mut ebpf, STACK_SAMPLER)?;
         sampler.load().map_err(|e| attach_err(STACK_SAMPLER, e))?;
-        for op in CUDA_OPS {
-            for prefix in ["e_", "r_"] {
-                let name = format!("{prefix}{}", op.name);
-                if ebpf.program(&name).is_none() {
-                    continue;
-                }
-                let p: &mut UProbe = program(&mut ebpf, &name)?;
-                p.load().map_err(|e| attach_err(&name, e))?;
-            }
-        }
+        mark("tracepoint and sampler programs verified");
         let warnings = Arc::new(Warnings::default());
         let multi = if opts.multi_uprobes {
             let globals = [
@@ -207,6 +208,21 @@ impl Probes {
         } else {
             None
         };
+        mark("multi-uprobe programs verified");
+        // The one-link-per-function programs are verified up front only
+        // where they are the way every library is probed; otherwise a
+        // library whose multi-uprobe links fail loads them then.
+        if multi.is_none() {
+            for op in CUDA_OPS {
+                for prefix in ["e_", "r_"] {
+                    let name = format!("{prefix}{}", op.name);
+                    if ebpf.program(&name).is_some() {
+                        load_uprobe(&mut ebpf, &name)?;
+                    }
+                }
+            }
+            mark("per-function uprobe programs verified");
+        }
         let sampling = opts.launch_sample > 1;
         let launch_sessions = match (&multi, sampling) {
             (_, false) => false,
@@ -404,6 +420,7 @@ impl Probes {
                 // Return probe first, as for the multi links.
                 for prefix in ["r_", "e_"] {
                     let name = format!("{prefix}{}", op.name);
+                    load_uprobe(&mut self.ebpf, &name)?;
                     let p: &mut UProbe = program(&mut self.ebpf, &name)?;
                     let what = || format!("{} in {}", op.name, path.display());
                     let id = p
@@ -591,6 +608,15 @@ impl Drop for Probes {
             h.release();
         }
     }
+}
+
+/// Verifies the one-link uprobe program `name` unless it already is.
+fn load_uprobe(ebpf: &mut Ebpf, name: &str) -> Result<(), CaptureError> {
+    let p: &mut UProbe = program(ebpf, name)?;
+    if p.fd().is_err() {
+        p.load().map_err(|e| attach_err(name, e))?;
+    }
+    Ok(())
 }
 
 /// Descriptors of the loaded maps by name, for the multi-uprobe programs.
