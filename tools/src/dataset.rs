@@ -60,6 +60,9 @@ pub struct Call {
     pub nested: bool,
     /// Threads a kernel launch started (grid x block), 0 otherwise or unknown.
     pub threads: i64,
+    /// True when `dur_ns` was not measured but estimated (sampled launch
+    /// timing: the thread's recent mean of its timed launches).
+    pub estimated: bool,
 }
 
 impl Call {
@@ -406,11 +409,11 @@ impl Dataset {
             let whole = window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns;
             let sql = if whole {
                 "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
-                 grid_x * grid_y * grid_z * block_x * block_y * block_z FROM cuda_calls NOT INDEXED \
+                 grid_x * grid_y * grid_z * block_x * block_y * block_z, dur_estimated FROM cuda_calls NOT INDEXED \
                  WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3)"
             } else {
                 "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
-                 grid_x * grid_y * grid_z * block_x * block_y * block_z FROM cuda_calls \
+                 grid_x * grid_y * grid_z * block_x * block_y * block_z, dur_estimated FROM cuda_calls \
                  WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns"
             };
             let mut stmt = conn.prepare(sql).map_err(q)?;
@@ -429,6 +432,7 @@ impl Dataset {
                     stream: r.get(7).map_err(q)?,
                     nested: r.get::<_, i64>(9).map_err(q)? == NESTED,
                     threads: r.get(10).map_err(q)?,
+                    estimated: r.get::<_, i64>(11).map_err(q)? != 0,
                 });
                 unrecorded_nesting |= r.get::<_, i64>(9).map_err(q)? == NOT_RECORDED;
                 if unfinished::is_unfinished(r.get(8).map_err(q)?) {

@@ -294,13 +294,21 @@ fn scaled(total: i64, part: i64, whole: i64) -> i64 {
 }
 
 fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded: bool) -> OpStats {
-    let mut durs: Vec<i64> = calls.iter().map(|c| c.dur_ns).collect();
-    let raw_n = durs.len() as i64;
-    let raw_sum: i64 = durs.iter().sum();
+    let raw_n = calls.len() as i64;
+    let raw_sum: i64 = calls.iter().map(|c| c.dur_ns).sum();
     let raw_nested_n = calls.iter().filter(|c| c.nested).count() as i64;
     let raw_nested_ns: i64 = calls.iter().filter(|c| c.nested).map(|c| c.dur_ns).sum();
-    let raw_max = durs.iter().copied().max().unwrap_or(0);
     let raw_bytes: i64 = calls.iter().map(|c| c.bytes).sum();
+    // Estimated durations (sampled launch timing) are means, not
+    // measurements: the distribution is that of the timed calls.
+    let estimated = calls.iter().filter(|c| c.estimated).count() as i64;
+    let mut durs: Vec<i64> = calls
+        .iter()
+        .filter(|c| !c.estimated || estimated == raw_n)
+        .map(|c| c.dur_ns)
+        .collect();
+    let timed_n = durs.len() as i64;
+    let raw_max = durs.iter().copied().max().unwrap_or(0);
     let (p50, p95, p99) = p50_p95_p99(&mut durs);
     let agg = ds.totals(AggSource::Cuda, Some(op_id as i64), pid);
     let edge_sampled = ds.edge_sampled.iter().any(|(p, s, c)| {
@@ -352,6 +360,21 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
             "estimated from the kept raw rows",
         )
     };
+    if estimated > 0 {
+        basis.push_str(&if estimated == raw_n {
+            format!(
+                "; none of the {raw_n} raw calls was timed (sampled launch timing): percentiles \
+                 and max are of estimates (each thread's mean of its timed launches)"
+            )
+        } else {
+            format!(
+                "; {estimated} of the {raw_n} raw calls were not timed (sampled launch timing, \
+                 cuda_calls.dur_estimated = 1: their duration is the thread's mean of its timed \
+                 launches): percentiles and max are of the {timed_n} timed calls, totals include \
+                 the estimates"
+            )
+        });
+    }
     let nested_count = nested_count.clamp(0, count.max(0));
     let nested_ns = nested_ns.clamp(0, total.max(0));
     if nested_count > 0 {
