@@ -2,6 +2,7 @@
 //! events and the lifecycle notices the control thread acts on.
 
 use crate::clock::Clock;
+use crate::page_runs::PageRun;
 use crate::stacks::RawStack;
 use ingero_store::{CudaCall, HostEvent, HostKind, StackKind};
 
@@ -93,21 +94,21 @@ fn comm(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
-/// A run of page allocations (`struct rec_pages`; the same layout as the
-/// kernel's open run, see [`crate::page_runs`]) as one host row.
+/// A run of page allocations (`struct rec_pages`) as one host row, built
+/// the way the runs read at the stop are ([`PageRun::to_event`]).
 fn page_run(b: &[u8], clock: &Clock) -> HostEvent {
-    let pages = i64::from(u32_at(b, 36));
-    HostEvent {
-        ts_ns: clock.to_epoch(u64_at(b, 16)),
-        pid: u32_at(b, 8) as i32,
-        tid: u32_at(b, 12) as i32,
-        kind: HostKind::PageAlloc,
-        dur_ns: u64_at(b, 24) as i64,
-        arg: i64::from(u16_at(b, 4)),
-        cpu: i32::from(u16_at(b, 6)),
-        count: i64::from(u32_at(b, 32)).max(1),
-        bytes: pages * 4096,
+    let start = u64_at(b, 16);
+    PageRun {
+        pid: u32_at(b, 8),
+        tid: u32_at(b, 12),
+        start,
+        last: start.saturating_add(u64_at(b, 24)),
+        count: u32_at(b, 32).max(1),
+        pages: u32_at(b, 36),
+        order: u32::from(u16_at(b, 4)),
+        pad: 0,
     }
+    .to_event(clock, i32::from(u16_at(b, 6)))
 }
 
 /// Decodes one record; `clock` turns kernel stamps into epoch ns.

@@ -76,27 +76,6 @@ pub struct HostEvent {
 }
 
 impl HostEvent {
-    /// An event that stands for itself alone (count 1), of no bytes except a
-    /// single page allocation of order `arg`.
-    pub fn single(ts_ns: i64, pid: i32, tid: i32, kind: HostKind, dur_ns: i64, arg: i64) -> Self {
-        let bytes = if kind == HostKind::PageAlloc {
-            4096i64 << arg.clamp(0, 20)
-        } else {
-            0
-        };
-        HostEvent {
-            ts_ns,
-            pid,
-            tid,
-            kind,
-            dur_ns,
-            arg,
-            cpu: -1,
-            count: 1,
-            bytes,
-        }
-    }
-
     /// Bytes a page allocation row covers, 0 for other kinds.
     pub fn page_bytes(&self) -> i64 {
         if self.kind == HostKind::PageAlloc {
