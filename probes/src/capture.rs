@@ -151,17 +151,9 @@ fn kill(child: HeldChild) {
 /// Starts a capture in background threads and returns once every probe is
 /// attached (a launched command is released only then).
 pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
-    // Where start-up time goes (`INGERO_LOG=ingero_probes=debug`).
-    let began = std::time::Instant::now();
-    let mark = |phase: &str| {
-        tracing::debug!(
-            phase,
-            ms = began.elapsed().as_secs_f64() * 1e3,
-            "capture start"
-        );
-    };
+    let timer = crate::phase_timer::PhaseTimer::start("capture start");
     preflight::require_capture_ready()?;
-    mark("preflight");
+    timer.mark("preflight");
     match &config.target {
         Target::Pid(p) if !procs::exists(*p) => return Err(CaptureError::NoSuchProcess(*p)),
         Target::Command(argv) if argv.is_empty() => return Err(CaptureError::EmptyCommand),
@@ -182,7 +174,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         offcpu_stacks: config.stack_hz > 0 && config.offcpu_stacks,
         launch_sample: config.launch_sample,
     })?;
-    mark("programs loaded and verified");
+    timer.mark("programs loaded and verified");
     let mut tracked = probes.take_tracked()?;
     let losses = probes.take_losses()?;
     let open_calls = probes.take_open_calls()?;
@@ -239,9 +231,9 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
             searched: discovery::searched_description(),
         });
     }
-    mark("libraries probed");
+    timer.mark("libraries probed");
     probes.attach_tracepoints()?;
-    mark("tracepoints attached");
+    timer.mark("tracepoints attached");
     let stack_status = Arc::new(Mutex::new(StackStatus {
         hz: config.stack_hz,
         ..StackStatus::default()
@@ -259,7 +251,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
                 format!("on-CPU stack sampling could not start ({e}); no on-CPU stacks"),
             ),
         }
-        mark("stack sampler attached");
+        timer.mark("stack sampler attached");
     }
     let mut info = sysinfo::session_info();
     info.started_ns = clock.now_epoch();
@@ -274,7 +266,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     if let Some(c) = &child {
         info.target_pids = vec![c.pid()];
     }
-    mark("session facts read");
+    timer.mark("session facts read");
     let setup = (|| -> Result<_, CaptureError> {
         let tw = TraceWriter::create(&config.db, &info, config.raw)?;
         match (&child, &config.target) {
@@ -379,7 +371,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         stack_route,
     )
     .map_err(io)?;
-    mark("database, writer and samplers started");
+    timer.mark("database, writer and samplers started");
     let gpu_sampler = if config.nvml {
         let links = SamplerLinks {
             clock,
@@ -403,11 +395,11 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         (None, Target::Pid(p)) => Some(*p),
         _ => None,
     };
-    mark("GPU sampler started");
+    timer.mark("GPU sampler started");
     if let Some(c) = child.as_mut() {
         c.release();
     }
-    mark("command released");
+    timer.mark("command released");
     let control = Control {
         probes: Some(probes),
         losses,

@@ -28,6 +28,7 @@ mod multi_uprobe;
 pub mod nvml;
 pub mod open_calls;
 pub mod page_runs;
+mod phase_timer;
 mod poller;
 pub mod preflight;
 pub mod probe_floor;

@@ -148,18 +148,11 @@ fn attach_err(what: &str, e: impl std::error::Error) -> CaptureError {
 impl Probes {
     /// Loads every program into the kernel (nothing attached yet).
     pub fn load(opts: LoadOptions) -> Result<Probes, CaptureError> {
-        let began = std::time::Instant::now();
-        let mark = |phase: &str| {
-            tracing::debug!(
-                phase,
-                ms = began.elapsed().as_secs_f64() * 1e3,
-                "program load"
-            );
-        };
+        let timer = crate::phase_timer::PhaseTimer::start("program load");
         let btf = Btf::from_sys_fs().map_err(|e| CaptureError::NoBtf {
             detail: e.to_string(),
         })?;
-        mark("kernel BTF parsed");
+        timer.mark("kernel BTF parsed");
         let trace_all: u32 = u32::from(opts.trace_all);
         let offcpu_stacks: u32 = u32::from(opts.offcpu_stacks);
         let mut loader = EbpfLoader::new();
@@ -172,7 +165,7 @@ impl Probes {
         let mut ebpf = loader
             .load(OBJECT)
             .map_err(|e| attach_err("BPF object", e))?;
-        mark("object relocated, maps created");
+        timer.mark("object relocated, maps created");
         for (prog, tp) in BTF_TRACEPOINTS {
             let p: &mut BtfTracePoint = program(&mut ebpf, prog)?;
             p.load(tp, &btf).map_err(|e| attach_err(prog, e))?;
@@ -183,7 +176,7 @@ impl Probes {
         }
         let sampler: &mut PerfEvent = program(&mut ebpf, STACK_SAMPLER)?;
         sampler.load().map_err(|e| attach_err(STACK_SAMPLER, e))?;
-        mark("tracepoint and sampler programs verified");
+        timer.mark("tracepoint and sampler programs verified");
         let warnings = Arc::new(Warnings::default());
         let multi = if opts.multi_uprobes {
             let globals = [
@@ -208,7 +201,7 @@ impl Probes {
         } else {
             None
         };
-        mark("multi-uprobe programs verified");
+        timer.mark("multi-uprobe programs verified");
         // The one-link-per-function programs are verified up front only
         // where they are the way every library is probed; otherwise a
         // library whose multi-uprobe links fail loads them then.
@@ -221,7 +214,7 @@ impl Probes {
                     }
                 }
             }
-            mark("per-function uprobe programs verified");
+            timer.mark("per-function uprobe programs verified");
         }
         let sampling = opts.launch_sample > 1;
         let launch_sessions = match (&multi, sampling) {
@@ -482,10 +475,7 @@ impl Probes {
     pub fn take_launch_levels(
         &mut self,
     ) -> Result<crate::launch_level::LaunchLevels, CaptureError> {
-        let map = self
-            .ebpf
-            .take_map("launch_levels")
-            .ok_or_else(|| load_err("no launch_levels map"))?;
+        let map = self.take_map("launch_levels")?;
         Ok(crate::launch_level::LaunchLevels::new(
             PerCpuArray::try_from(map).map_err(load_err)?,
         ))
@@ -544,19 +534,20 @@ impl Probes {
 
     /// Takes the ring buffer (the poller thread owns it from then on).
     pub fn take_ring(&mut self) -> Result<RingBuf<MapData>, CaptureError> {
-        let map = self
-            .ebpf
-            .take_map("events")
-            .ok_or_else(|| load_err("no events map"))?;
+        let map = self.take_map("events")?;
         RingBuf::try_from(map).map_err(load_err)
+    }
+
+    /// Takes the map `name` out of the loaded object, for user space to own.
+    fn take_map(&mut self, name: &str) -> Result<Map, CaptureError> {
+        self.ebpf
+            .take_map(name)
+            .ok_or_else(|| load_err(format!("no {name} map")))
     }
 
     /// Takes the table of traced processes, for seeding targets.
     pub fn take_tracked(&mut self) -> Result<TrackedMap, CaptureError> {
-        let map = self
-            .ebpf
-            .take_map("tracked")
-            .ok_or_else(|| load_err("no tracked map"))?;
+        let map = self.take_map("tracked")?;
         Ok(TrackedMap {
             map: BpfHashMap::try_from(map).map_err(load_err)?,
         })
@@ -565,29 +556,20 @@ impl Probes {
     /// Takes the table of calls in flight (read at stop for calls that are
     /// still open).
     pub fn take_open_calls(&mut self) -> Result<crate::open_calls::OpenCalls, CaptureError> {
-        let map = self
-            .ebpf
-            .take_map("threads")
-            .ok_or_else(|| load_err("no threads map"))?;
+        let map = self.take_map("threads")?;
         crate::open_calls::OpenCalls::new(map).map_err(load_err)
     }
 
     /// Takes the per-CPU page-allocation runs (read at stop for runs that
     /// have not been sent).
     pub fn take_page_runs(&mut self) -> Result<crate::page_runs::OpenPageRuns, CaptureError> {
-        let map = self
-            .ebpf
-            .take_map("page_runs")
-            .ok_or_else(|| load_err("no page_runs map"))?;
+        let map = self.take_map("page_runs")?;
         crate::page_runs::OpenPageRuns::new(map).map_err(load_err)
     }
 
     /// Takes the per-CPU loss counters.
     pub fn take_losses(&mut self) -> Result<LossCounters, CaptureError> {
-        let map = self
-            .ebpf
-            .take_map("losses")
-            .ok_or_else(|| load_err("no losses map"))?;
+        let map = self.take_map("losses")?;
         Ok(LossCounters {
             map: PerCpuArray::try_from(map).map_err(load_err)?,
         })
