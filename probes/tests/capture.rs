@@ -2,39 +2,15 @@
 
 mod common;
 
+use common::{one, read_pids};
+
 use ingero_probes::{start, CaptureConfig, StopReason, Target};
 use rusqlite::Connection;
 use std::collections::HashMap;
-use std::path::Path;
 
 const ITERS: i64 = 200;
 const CALL_US: i64 = 100;
 const SYNC_US: i64 = 300;
-
-struct Pids {
-    parent: i64,
-    workers: Vec<i64>,
-}
-
-fn read_pids(path: &Path) -> Pids {
-    let text = std::fs::read_to_string(path).expect("pids file");
-    let mut parent = 0;
-    let mut workers = Vec::new();
-    for line in text.lines() {
-        let (k, v) = line.split_once(' ').expect("pid line");
-        let v: i64 = v.parse().expect("pid");
-        if k == "parent" {
-            parent = v;
-        } else {
-            workers.push(v);
-        }
-    }
-    Pids { parent, workers }
-}
-
-fn one(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> i64 {
-    conn.query_row(sql, args, |r| r.get(0)).expect(sql)
-}
 
 #[test]
 fn captures_cuda_calls_and_host_events_of_a_launched_command() {

@@ -6,16 +6,14 @@
 
 mod common;
 
+use common::{one, read_pids};
+
 use ingero_probes::{render, start, CaptureConfig, CaptureSummary, StopReason, Target};
 use ingero_store::catalog::{loss_source, unfinished};
 use ingero_store::TraceDb;
 use rusqlite::Connection;
 use std::path::Path;
 use std::time::Duration;
-
-fn one(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> i64 {
-    conn.query_row(sql, args, |r| r.get(0)).expect(sql)
-}
 
 /// Runs `workload ARGS` under a capture with the given stand-in delays.
 fn capture(
@@ -234,12 +232,7 @@ fn a_full_ring_buffer_counts_every_dropped_record() {
         0,
         "loss rows inside the session's span"
     );
-    let parent: i64 = std::fs::read_to_string(&pids)
-        .expect("pids")
-        .lines()
-        .find_map(|l| l.strip_prefix("parent "))
-        .and_then(|p| p.parse().ok())
-        .expect("parent pid");
+    let parent = read_pids(&pids).parent;
     let stored = one(
         &conn,
         "SELECT COUNT(*) FROM cuda_calls WHERE pid = ?1",

@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::one;
+
 use ingero_probes::{start, CaptureConfig, StopReason, Target};
 use ingero_store::RawPolicy;
 use rusqlite::Connection;
@@ -46,10 +48,6 @@ fn capture(db: &Path, multi_uprobes: bool, raw: RawPolicy) {
     assert_eq!(summary.reason, StopReason::TargetExited);
     assert_eq!(summary.command_exit, Some(0));
     assert_eq!(summary.status.drops, 0);
-}
-
-fn one(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> i64 {
-    conn.query_row(sql, args, |r| r.get(0)).expect(sql)
 }
 
 /// Sums of `columns` over the CUDA aggregate rows of op `name`.

@@ -7,15 +7,13 @@
 
 mod common;
 
+use common::{one, read_pids};
+
 use ingero_probes::{start, CaptureConfig, StopReason, Target};
 use rusqlite::Connection;
 
 const ITERS: i64 = 300;
 const TOUCHED: i64 = 100_000;
-
-fn one(conn: &Connection, sql: &str, args: impl rusqlite::Params) -> i64 {
-    conn.query_row(sql, args, |r| r.get(0)).expect(sql)
-}
 
 #[test]
 fn a_page_storm_is_counted_whole_and_crowds_out_no_cuda_call() {
@@ -55,12 +53,7 @@ fn a_page_storm_is_counted_whole_and_crowds_out_no_cuda_call() {
     assert_eq!(summary.command_exit, Some(0));
     assert_eq!(summary.status.drops, 0, "{:?}", summary.status.losses);
 
-    let text = std::fs::read_to_string(&pids_file).expect("pids file");
-    let parent: i64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("parent "))
-        .and_then(|v| v.parse().ok())
-        .expect("parent pid");
+    let parent = read_pids(&pids_file).parent;
     let conn = Connection::open(&db).expect("open db");
     assert_eq!(one(&conn, "SELECT COUNT(*) FROM capture_losses", []), 0);
 

@@ -59,3 +59,34 @@ pub fn can_trace() -> bool {
         Err(problem) => panic!("{problem}"),
     }
 }
+
+/// The single integer `sql` selects from `conn` (a test's expected value
+/// checked against the file).
+pub fn one(conn: &rusqlite::Connection, sql: &str, args: impl rusqlite::Params) -> i64 {
+    conn.query_row(sql, args, |r| r.get(0)).expect(sql)
+}
+
+/// The pids a workload wrote with `--pids FILE`.
+pub struct Pids {
+    /// The workload itself.
+    pub parent: i64,
+    /// Its forked workers.
+    pub workers: Vec<i64>,
+}
+
+/// Reads the `--pids FILE` of a workload run.
+pub fn read_pids(path: &Path) -> Pids {
+    let text = std::fs::read_to_string(path).expect("pids file");
+    let mut parent = 0;
+    let mut workers = Vec::new();
+    for line in text.lines() {
+        let (k, v) = line.split_once(' ').expect("pid line");
+        let v: i64 = v.parse().expect("pid");
+        if k == "parent" {
+            parent = v;
+        } else {
+            workers.push(v);
+        }
+    }
+    Pids { parent, workers }
+}
