@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "launch_geometry.h"
+#include "nccl_args.h"
 
 struct call_val {
 	u64 ts;
@@ -61,8 +62,9 @@ struct {
 
 /*
  * Launches by level, per CPU: [0] runtime launches entered (cudaLaunchKernel
- * and its variants), [1] driver launches entered inside another probed call
- * (cuLaunchKernel and its variants, as the runtime makes them). When every
+ * and its variants), [1] driver launches entered inside a runtime launch
+ * (cuLaunchKernel and its variants, as the runtime makes them; not those an
+ * NCCL call makes). When every
  * runtime launch reaches a driver launch, user space stops probing the
  * runtime side: the driver probe sees each launch once, with its geometry.
  */
@@ -73,12 +75,18 @@ struct {
 	__type(value, u64);
 } launch_levels SEC(".maps");
 
-static __always_inline void count_launch_level(u32 op, int nested)
+/* A runtime-API kernel launch (cudaLaunchKernel and its variants). */
+static __always_inline int is_runtime_launch(u32 op)
+{
+	return op == 3 || (op >= 15 && op <= 19);
+}
+
+static __always_inline void count_launch_level(u32 op, u32 parent_op)
 {
 	u32 slot;
-	if (op == 3 || (op >= 15 && op <= 19))
+	if (is_runtime_launch(op))
 		slot = 0;
-	else if (nested && (op == 101 || (op >= 113 && op <= 117)))
+	else if (is_runtime_launch(parent_op) && (op == 101 || (op >= 113 && op <= 117)))
 		slot = 1;
 	else
 		return;
@@ -179,6 +187,8 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 		if ((u32)i >= depth || t->slot[i].op != op)
 			continue;
 		u64 dur = bpf_ktime_get_ns() - t->slot[i].ts;
+		if (nccl_makes_comm(op))
+			nccl_read_new_comm(t->slot[i].grid, &t->slot[i].stream);
 		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], dur,
 			  (s64)(s32)ctx->ax);
 		if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op))
@@ -223,7 +233,7 @@ static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
 	v->pid = (u32)(id >> 32);
 	v->op = op;
 	v->flags = depth > 0 ? REC_CUDA_NESTED : 0;
-	count_launch_level(op, depth > 0);
+	count_launch_level(op, depth > 0 ? t->slot[(depth - 1) & (CALL_SLOTS - 1)].op : 0);
 	if (depth >= CALL_SLOTS) {
 		count_loss(LOSS_CALL_MAP);
 		return;
@@ -272,14 +282,22 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 }
 
 /* The entry record of a call: its arguments, read per the CUDA_FUNCTIONS
- * row (SIZE, KIND, STREAM expressions over ARG(n), GEOM a G_* family). */
+ * row (SIZE, KIND, STREAM expressions over ARG(n), GEOM a G_* family:
+ * a launch family of launch_geometry.h, or an NCCL one of nccl_args.h,
+ * which gives the size and count itself). */
 #define CALL_VAL(v, SIZE, KIND, STREAM, GEOM)                                  \
 	(v).size = (SIZE);                                                     \
 	(v).kind = (KIND);                                                     \
 	(v).stream = (STREAM);                                                 \
-	read_launch(ctx, (GEOM),                                               \
-		    (struct launch_out){ (v).grid, (v).block, &(v).shared_mem,  \
-					 &(v).stream })
+	if ((GEOM) >= G_NCCL_REDUCE_ALL) {                                     \
+		(v).size = nccl_bytes(ctx, (GEOM));                            \
+		read_nccl(ctx, (GEOM), (v).grid, (v).block, &(v).kind,        \
+			  &(v).stream);                                        \
+	} else {                                                               \
+		read_launch(ctx, (GEOM),                                       \
+			    (struct launch_out){ (v).grid, (v).block,           \
+						 &(v).shared_mem, &(v).stream });\
+	}
 
 /*
  * One probe pair per function: OP_ID is the catalogue id, SIZE/KIND/STREAM are
@@ -313,9 +331,11 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 /*
  * Every probed function, once: name, catalogue id (store/src/catalog.rs;
  * probes/tests/catalog.rs checks the two agree), then SIZE, KIND, STREAM
- * and GEOM. Runtime API (libcudart) first, then the driver (libcuda).
- * Launches take their stream from read_launch (launch_geometry.h), so
- * their STREAM is NONE here. Peer copies are device to device.
+ * and GEOM. Runtime API (libcudart) first, then the driver (libcuda), then
+ * NCCL (libnccl). Launches take their stream from read_launch
+ * (launch_geometry.h) and NCCL calls everything from read_nccl
+ * (nccl_args.h), so their STREAM is NONE here. Peer copies are device to
+ * device.
  */
 #define CUDA_FUNCTIONS(X) \
 	X(cudaMalloc, 1, ARG(2), K_NONE, NONE, G_NONE) \
@@ -422,7 +442,25 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 	X(cuMemcpyPeer, 153, ARG(5), K_DTOD, NONE, G_NONE) \
 	X(cuMemcpyPeer_ptds, 154, ARG(5), K_DTOD, NONE, G_NONE) \
 	X(cuMemcpyPeerAsync, 155, ARG(5), K_DTOD, ARG(6), G_NONE) \
-	X(cuMemcpyPeerAsync_ptsz, 156, ARG(5), K_DTOD, ARG(6), G_NONE)
+	X(cuMemcpyPeerAsync_ptsz, 156, ARG(5), K_DTOD, ARG(6), G_NONE) \
+	X(ncclAllReduce, 201, NONE, K_NONE, NONE, G_NCCL_REDUCE_ALL) \
+	X(ncclBroadcast, 202, NONE, K_NONE, NONE, G_NCCL_BROADCAST) \
+	X(ncclReduce, 203, NONE, K_NONE, NONE, G_NCCL_REDUCE) \
+	X(ncclAllGather, 204, NONE, K_NONE, NONE, G_NCCL_ALL_GATHER) \
+	X(ncclReduceScatter, 205, NONE, K_NONE, NONE, G_NCCL_REDUCE_ALL) \
+	X(ncclSend, 206, NONE, K_NONE, NONE, G_NCCL_PEER) \
+	X(ncclRecv, 207, NONE, K_NONE, NONE, G_NCCL_PEER) \
+	X(ncclGroupStart, 208, NONE, K_NONE, NONE, G_NONE) \
+	X(ncclGroupEnd, 209, NONE, K_NONE, NONE, G_NONE) \
+	X(ncclCommInitRank, 210, NONE, K_NONE, NONE, G_NCCL_INIT) \
+	X(ncclCommInitRankConfig, 211, NONE, K_NONE, NONE, G_NCCL_INIT) \
+	X(ncclCommInitRankScalable, 212, NONE, K_NONE, NONE, G_NCCL_INIT_SCALABLE) \
+	X(ncclCommInitAll, 213, NONE, K_NONE, NONE, G_NCCL_INIT_ALL) \
+	X(ncclCommSplit, 214, NONE, K_NONE, NONE, G_NCCL_SPLIT) \
+	X(ncclCommFinalize, 215, NONE, K_NONE, NONE, G_NCCL_COMM) \
+	X(ncclCommDestroy, 216, NONE, K_NONE, NONE, G_NCCL_COMM) \
+	X(ncclCommAbort, 217, NONE, K_NONE, NONE, G_NCCL_COMM) \
+	X(ncclBcast, 218, NONE, K_NONE, NONE, G_NCCL_PEER)
 
 #ifndef INGERO_MULTI_OBJECT
 CUDA_FUNCTIONS(CUDA_PROBE)

@@ -46,6 +46,17 @@ struct rec_cuda {
 	u32 flags;      /* REC_CUDA_* bits below */
 };
 
+/*
+ * NCCL calls (op 201+) use the rec_cuda fields as follows: size = bytes per
+ * rank (count x element size; comm init: a 64-bit key of the ncclUniqueId,
+ * equal on every rank; split: the parent communicator); kind = element
+ * count; stream = stream (0 for calls without one); grid[0] | grid[1] << 32
+ * = communicator handle (init and split: the one made); grid[2] =
+ * ncclDataType_t; block[0] = ncclRedOp_t (init: nranks; split: color);
+ * block[1] = root or peer rank (init: rank; split: key); 0xffffffff where
+ * the call has none.
+ */
+
 /* rec_cuda.flags: the call was entered while another probed CUDA call of the
  * same thread was in flight (the driver half of a runtime call). */
 #define REC_CUDA_NESTED 1

@@ -216,6 +216,17 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         candidates.extend(discovery::libraries_in_maps(*pid));
     }
     let warnings = probes.warnings();
+    let skew = crate::clock::injected_skew_ns();
+    if skew != 0 {
+        warnings.record(
+            crate::status::WarningKind::ClockSkewInjected,
+            None,
+            format!(
+                "{} = {skew}: every time in this capture is shifted by {skew} ns",
+                crate::clock::SKEW_ENV
+            ),
+        );
+    }
     let mut failed_libs = HashSet::new();
     for lib in candidates {
         for scope in &scopes {
@@ -326,6 +337,9 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         if !trace_all {
             if let Some(p) = procs::process_info(*pid, started_ns) {
                 let _ = wtx.send(writer::WriterMsg::Process(p));
+                if let Some(place) = procs::job_place(*pid) {
+                    let _ = wtx.send(writer::WriterMsg::Place(*pid, place));
+                }
             }
         }
     }

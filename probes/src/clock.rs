@@ -27,8 +27,23 @@ pub fn realtime_ns() -> i64 {
     read(libc::CLOCK_REALTIME)
 }
 
+/// Environment variable that shifts every recorded time by this many ns,
+/// as if the host's clock were off by that much: lets tests of merged
+/// captures (`ingero merge`) run several "hosts" on one machine with a known
+/// clock offset. Unset or 0 in normal use.
+pub const SKEW_ENV: &str = "INGERO_CLOCK_SKEW_NS";
+
+/// The skew [`SKEW_ENV`] asks for, 0 when unset or not a number.
+pub fn injected_skew_ns() -> i64 {
+    std::env::var(SKEW_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 impl Clock {
-    /// Measures the offset, keeping the tightest of a few bracketed samples.
+    /// Measures the offset, keeping the tightest of a few bracketed samples
+    /// (plus any skew [`SKEW_ENV`] injects).
     pub fn measure() -> Clock {
         let mut best = (i64::MAX, 0i64);
         for _ in 0..5 {
@@ -40,7 +55,9 @@ impl Clock {
                 best = (width, r - (m0 + width / 2));
             }
         }
-        Clock { offset_ns: best.1 }
+        Clock {
+            offset_ns: best.1 + injected_skew_ns(),
+        }
     }
 
     /// Kernel monotonic ns to epoch ns.

@@ -251,6 +251,9 @@ impl Control {
                     ..ProcessInfo::default()
                 });
                 self.send(WriterMsg::Process(info));
+                if let Some(place) = procs::job_place(pid) {
+                    self.send(WriterMsg::Place(pid, place));
+                }
             }
             Notice::Fork {
                 parent,
@@ -285,6 +288,9 @@ impl Control {
                     first_seen_ns: ts_ns,
                     last_seen_ns: ts_ns,
                 }));
+                if let Some(place) = procs::job_place(pid) {
+                    self.send(WriterMsg::Place(pid, place));
+                }
                 rescans.insert(pid, Instant::now());
             }
             Notice::Exit { pid, ts_ns } => {

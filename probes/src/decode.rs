@@ -36,6 +36,8 @@ const STACK_LEN: usize = STACK_KERNEL_AT + 8 * STACK_KERNEL_FRAMES;
 pub enum Record {
     /// A completed CUDA call.
     Cuda(CudaCall),
+    /// A completed NCCL call: as stored with the CUDA calls, and its detail.
+    Nccl(CudaCall, ingero_store::NcclCall),
     /// A switch, wakeup or page allocation.
     Host(HostEvent),
     /// A fork, exec or exit, with the command name of the task.
@@ -118,7 +120,7 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
     match tag {
         REC_CUDA => {
             need(b, tag, CUDA_LEN)?;
-            Ok(Record::Cuda(CudaCall {
+            let call = CudaCall {
                 op_id: u16_at(b, 4),
                 pid: u32_at(b, 8) as i32,
                 tid: u32_at(b, 12) as i32,
@@ -133,7 +135,12 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                 shared_mem: u32_at(b, 88),
                 nested: u32_at(b, 92) & REC_CUDA_NESTED != 0,
                 dur_estimated: u32_at(b, 92) & REC_CUDA_DUR_ESTIMATED != 0,
-            }))
+            };
+            if ingero_store::nccl::is_nccl_op(call.op_id) {
+                let (call, nccl) = crate::nccl_record::split(&call);
+                return Ok(Record::Nccl(call, nccl));
+            }
+            Ok(Record::Cuda(call))
         }
         REC_HOST | REC_PROC => {
             need(b, tag, if tag == REC_HOST { HOST_LEN } else { PROC_LEN })?;

@@ -1,5 +1,6 @@
-//! Finds CUDA library files: in the memory maps of processes (including
-//! copies shipped inside Python wheels) and in the usual install locations.
+//! Finds CUDA and NCCL library files: in the memory maps of processes
+//! (including copies shipped inside Python wheels) and in the usual install
+//! locations.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -14,9 +15,10 @@ const WELL_KNOWN_DIRS: &[&str] = &[
     "/usr/lib/wsl/lib",
 ];
 
-/// True for file names ingero probes: `libcudart.so*` and `libcuda.so*`.
+/// True for file names ingero probes: `libcudart.so*`, `libcuda.so*` and
+/// `libnccl.so*`.
 pub fn is_cuda_library_name(name: &str) -> bool {
-    name.starts_with("libcudart.so") || name.starts_with("libcuda.so")
+    name.starts_with("libcudart.so") || name.starts_with("libcuda.so") || name.starts_with("libnccl.so")
 }
 
 fn is_cuda_library_path(path: &str) -> bool {
@@ -155,6 +157,7 @@ mod tests {
         assert!(is_cuda_library_name("libcuda.so.1"));
         assert!(is_cuda_library_name("libcudart.so"));
         assert!(!is_cuda_library_name("libcudnn.so.9"));
+        assert!(is_cuda_library_name("libnccl.so.2"));
         assert!(!is_cuda_library_name("libcudart_static.a"));
         assert!(!is_cuda_library_path(
             "/usr/local/cuda/lib64/stubs/libcuda.so"

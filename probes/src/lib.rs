@@ -25,6 +25,7 @@ pub mod launch;
 pub mod launch_level;
 pub mod loader;
 mod multi_uprobe;
+pub mod nccl_record;
 pub mod nvml;
 pub mod open_calls;
 pub mod page_runs;

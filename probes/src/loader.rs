@@ -67,6 +67,8 @@ pub enum LibraryKind {
     Runtime,
     /// libcuda: driver API.
     Driver,
+    /// libnccl: collectives between ranks.
+    Nccl,
     /// Unknown name (given by the user): try every function.
     Any,
 }
@@ -82,6 +84,8 @@ impl LibraryKind {
             LibraryKind::Runtime
         } else if name.starts_with("libcuda.so") {
             LibraryKind::Driver
+        } else if name.starts_with("libnccl.so") {
+            LibraryKind::Nccl
         } else {
             LibraryKind::Any
         }
@@ -91,6 +95,7 @@ impl LibraryKind {
         match self {
             LibraryKind::Runtime => api == CudaApi::Runtime,
             LibraryKind::Driver => api == CudaApi::Driver,
+            LibraryKind::Nccl => api == CudaApi::Nccl,
             LibraryKind::Any => true,
         }
     }

@@ -211,7 +211,7 @@ fn drain(
                 }
             };
             let (pid, ts) = match &record {
-                Record::Cuda(c) => (c.pid, c.ts_ns),
+                Record::Cuda(c) | Record::Nccl(c, _) => (c.pid, c.ts_ns),
                 Record::Host(h) | Record::Proc(h, _) => (h.pid, h.ts_ns),
                 Record::Stack(s) => (s.pid, s.ts_ns),
                 Record::MapExec { pid, ts_ns } => (*pid, *ts_ns),
@@ -224,6 +224,13 @@ fn drain(
                 Record::Cuda(c) => {
                     st.add_cuda(&c);
                     batch.push(Event::Cuda(c));
+                }
+                Record::Nccl(c, n) => {
+                    st.add_cuda(&c);
+                    batch.push(Event::Cuda(c));
+                    if writer.send(WriterMsg::Nccl(vec![n])).is_err() {
+                        return;
+                    }
                 }
                 Record::Host(h) => {
                     st.add_host(&h);

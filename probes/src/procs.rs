@@ -35,6 +35,14 @@ pub fn cmdline(pid: i32) -> String {
         .unwrap_or_default()
 }
 
+/// Where `pid` sits in a distributed job, from its environment
+/// (`/proc/PID/environ`: the environment it was started or exec'd with).
+pub fn job_place(pid: i32) -> Option<ingero_store::JobPlace> {
+    let bytes = fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    ingero_store::JobPlace::from_env(text.split('\0').filter_map(|kv| kv.split_once('=')))
+}
+
 /// What /proc says about `pid` right now, seen at `ts_ns`.
 pub fn process_info(pid: i32, ts_ns: i64) -> Option<ProcessInfo> {
     let (ppid, comm) = stat(pid)?;

@@ -139,6 +139,9 @@ pub enum WarningKind {
     /// sessions (Linux 6.13+) or the session link failed: every launch is
     /// timed, at the cost of two probe traps each.
     LaunchSamplingUnavailable,
+    /// `INGERO_CLOCK_SKEW_NS` shifted every recorded time (a test of merged
+    /// captures): the file's times are not this host's clock.
+    ClockSkewInjected,
 }
 
 /// Where records went missing, by cause.

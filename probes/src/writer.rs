@@ -4,7 +4,7 @@
 
 use crate::status::LiveStats;
 use ingero_store::{
-    Event, GpuDevice, GpuSamples, ProcessInfo, StackKind, StackSample, SystemSnapshot, TraceWriter,
+    Event, GpuDevice, GpuSamples, JobPlace, NcclCall, ProcessInfo, StackKind, StackSample, SystemSnapshot, TraceWriter,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
@@ -18,6 +18,10 @@ pub enum WriterMsg {
     Events(Vec<Event>),
     /// A process seen (inserted or merged).
     Process(ProcessInfo),
+    /// Where a process sits in its distributed job (its environment said).
+    Place(i32, JobPlace),
+    /// NCCL calls, with their communicators.
+    Nccl(Vec<NcclCall>),
     /// A whole-system sample.
     Snapshot(SystemSnapshot),
     /// Events lost before reaching the writer.
@@ -93,6 +97,8 @@ pub fn spawn(
                         writer.write_stack_source(kind, hz, &note)
                     }
                     WriterMsg::Process(p) => writer.upsert_process(&p),
+                    WriterMsg::Place(pid, place) => writer.set_job_place(pid, &place),
+                    WriterMsg::Nccl(calls) => writer.write_nccl(&calls),
                     WriterMsg::Snapshot(s) => writer.write_snapshot(&s),
                     WriterMsg::GpuDevices(d) => writer.write_gpu_devices(&d),
                     WriterMsg::GpuSamples(s) => writer.write_gpu_samples(&s).map(|_| ()),

@@ -2,7 +2,8 @@
 //! drift from what the probes read (`bpf/cuda.h`) or from the libraries of
 //! a real GPU host: the exported names of the H200's libcudart.so.13 and
 //! libcuda.so.1, as `investigations/scripts/gpu_facts_h200.sh` listed them,
-//! are committed in `tests/data/h200-symbols`.
+//! and every `nccl*` name of the libnccl.so.2 PyTorch ships there, are
+//! committed in `tests/data/h200-symbols`.
 
 use ingero_store::catalog::{CudaApi, CUDA_OPS};
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,6 +55,7 @@ fn symbols(api: CudaApi) -> BTreeSet<String> {
     match api {
         CudaApi::Runtime => listed("libcudart.so.13.txt"),
         CudaApi::Driver => listed("libcuda.so.1.txt"),
+        CudaApi::Nccl => listed("libnccl.so.2.txt"),
     }
 }
 
@@ -61,13 +63,17 @@ fn symbols(api: CudaApi) -> BTreeSet<String> {
 fn every_catalogue_name_is_exported_by_the_h200_libraries() {
     let runtime = symbols(CudaApi::Runtime);
     let driver = symbols(CudaApi::Driver);
+    let nccl = symbols(CudaApi::Nccl);
     let mut missing = Vec::new();
     for op in CUDA_OPS {
         let list = match op.api {
             CudaApi::Runtime => &runtime,
             CudaApi::Driver => &driver,
+            CudaApi::Nccl => &nccl,
         };
-        let matches = LISTED_PATTERN.iter().any(|p| op.name.contains(p));
+        // The NCCL list has every exported nccl* name.
+        let matches =
+            op.api == CudaApi::Nccl || LISTED_PATTERN.iter().any(|p| op.name.contains(p));
         let excused = NOT_IN_LISTS.iter().any(|(n, _)| *n == op.name);
         if excused {
             // An exception only where the list could not have shown it.

@@ -117,7 +117,10 @@ impl OpRole {
         };
         OpRole {
             async_work: match class {
-                OpClass::Launch | OpClass::GraphLaunch => true,
+                OpClass::Launch
+                | OpClass::GraphLaunch
+                | OpClass::Collective
+                | OpClass::PointToPoint => true,
                 OpClass::Copy | OpClass::Other => is_async,
                 _ => false,
             },

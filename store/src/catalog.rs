@@ -12,6 +12,28 @@ pub enum CudaApi {
     Runtime,
     /// `libcuda.so` (driver API, what cuBLAS/cuDNN and the runtime call).
     Driver,
+    /// `libnccl.so` (collective communication between GPUs and ranks).
+    Nccl,
+}
+
+impl CudaApi {
+    /// Stable text form stored in `cuda_ops.api`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CudaApi::Runtime => "runtime",
+            CudaApi::Driver => "driver",
+            CudaApi::Nccl => "nccl",
+        }
+    }
+
+    /// Parses the stored text form; unknown text reads as the runtime.
+    pub fn parse(s: &str) -> CudaApi {
+        match s {
+            "driver" => CudaApi::Driver,
+            "nccl" => CudaApi::Nccl,
+            _ => CudaApi::Runtime,
+        }
+    }
 }
 
 /// What a CUDA function does, for grouping in analyses. The classes keep
@@ -49,11 +71,22 @@ pub enum OpClass {
     StreamWait,
     /// Asks whether a stream or event has finished, without blocking.
     Query,
+    /// An NCCL collective (all-reduce, broadcast, reduce, all-gather,
+    /// reduce-scatter): every rank of the communicator takes part, and none
+    /// finishes before the last one has arrived.
+    Collective,
+    /// An NCCL point-to-point transfer (send or receive) with one peer rank.
+    PointToPoint,
+    /// Brackets NCCL calls into one group (`ncclGroupStart`/`ncclGroupEnd`):
+    /// the grouped work is issued at the end of the group.
+    Group,
+    /// Makes, splits, finalises or destroys an NCCL communicator.
+    CommSetup,
 }
 
 impl OpClass {
     /// Every class, in declaration order.
-    pub const ALL: [OpClass; 13] = [
+    pub const ALL: [OpClass; 17] = [
         OpClass::Launch,
         OpClass::Copy,
         OpClass::Sync,
@@ -67,6 +100,10 @@ impl OpClass {
         OpClass::EventRecord,
         OpClass::StreamWait,
         OpClass::Query,
+        OpClass::Collective,
+        OpClass::PointToPoint,
+        OpClass::Group,
+        OpClass::CommSetup,
     ];
 
     /// Stable text form stored in the database.
@@ -85,6 +122,10 @@ impl OpClass {
             OpClass::EventRecord => "event_record",
             OpClass::StreamWait => "stream_wait",
             OpClass::Query => "query",
+            OpClass::Collective => "collective",
+            OpClass::PointToPoint => "p2p",
+            OpClass::Group => "group",
+            OpClass::CommSetup => "comm_setup",
         }
     }
 
@@ -140,10 +181,10 @@ const fn op(id: u16, name: &'static str, api: CudaApi, class: OpClass) -> CudaOp
     }
 }
 
-use CudaApi::{Driver, Runtime};
+use CudaApi::{Driver, Nccl, Runtime};
 use OpClass::{
-    Alloc, AllocAsync, EventRecord, Free, FreeAsync, GraphLaunch, GraphSetup, Launch, Other, Query,
-    StreamWait, Sync,
+    Alloc, AllocAsync, Collective, CommSetup, EventRecord, Free, FreeAsync, GraphLaunch,
+    GraphSetup, Group, Launch, Other, PointToPoint, Query, StreamWait, Sync,
 };
 const COPY: OpClass = OpClass::Copy;
 
@@ -259,6 +300,24 @@ pub const CUDA_OPS: &[CudaOpSpec] = &[
     op(154, "cuMemcpyPeer_ptds", Driver, COPY),
     op(155, "cuMemcpyPeerAsync", Driver, COPY),
     op(156, "cuMemcpyPeerAsync_ptsz", Driver, COPY),
+    op(201, "ncclAllReduce", Nccl, Collective),
+    op(202, "ncclBroadcast", Nccl, Collective),
+    op(203, "ncclReduce", Nccl, Collective),
+    op(204, "ncclAllGather", Nccl, Collective),
+    op(205, "ncclReduceScatter", Nccl, Collective),
+    op(206, "ncclSend", Nccl, PointToPoint),
+    op(207, "ncclRecv", Nccl, PointToPoint),
+    op(208, "ncclGroupStart", Nccl, Group),
+    op(209, "ncclGroupEnd", Nccl, Group),
+    op(210, "ncclCommInitRank", Nccl, CommSetup),
+    op(211, "ncclCommInitRankConfig", Nccl, CommSetup),
+    op(212, "ncclCommInitRankScalable", Nccl, CommSetup),
+    op(213, "ncclCommInitAll", Nccl, CommSetup),
+    op(214, "ncclCommSplit", Nccl, CommSetup),
+    op(215, "ncclCommFinalize", Nccl, CommSetup),
+    op(216, "ncclCommDestroy", Nccl, CommSetup),
+    op(217, "ncclCommAbort", Nccl, CommSetup),
+    op(218, "ncclBcast", Nccl, Collective),
 ];
 
 /// Id given to foreign op names the catalogue does not know; they are

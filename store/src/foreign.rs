@@ -3,7 +3,7 @@
 //! The foreign file is attached read-only to an in-memory database; views and
 //! small lookup tables in memory translate its rows. Nothing is written to it.
 
-use crate::catalog::{cuda_op_by_name, CudaApi, FIRST_UNKNOWN_OP_ID};
+use crate::catalog::{cuda_op_by_name, FIRST_UNKNOWN_OP_ID};
 use crate::error::{Result, StoreError};
 use crate::schema::MIGRATIONS;
 use rusqlite::{params, Connection};
@@ -119,6 +119,10 @@ pub(crate) fn attach_ingero_go(path: &Path, at_rest_wal: bool) -> Result<Mapped>
     let cuda_extra = crate::compat::added_columns("cuda_calls");
     let agg_extra = crate::compat::added_columns("aggregates");
     crate::compat::add_empty_gpu_tables(&conn).map_err(sql_err)?;
+    crate::compat::add_columns_to_table(&conn, "temp", "gpu_process_samples", 1)
+        .map_err(sql_err)?;
+    crate::compat::add_empty_nccl_tables(&conn).map_err(sql_err)?;
+    crate::compat::add_columns_to_table(&conn, "main", "processes", 1).map_err(sql_err)?;
     conn.execute_batch(&format!(
         "
 CREATE TEMP VIEW sessions AS SELECT id, {host_col} AS host, kernel, cpu_model, cpu_cores,
@@ -141,7 +145,7 @@ CREATE TEMP VIEW host_events AS SELECT e.rowid AS id, {session_expr} AS session_
               WHEN 3 THEN {PAGE_ORDER_SQL}
               ELSE 0 END AS arg,
     -1 AS cpu, 1 AS count,
-    CASE e.op WHEN 3 THEN 4096 << {PAGE_ORDER_SQL} ELSE 0 END AS bytes
+    CASE e.op WHEN 3 THEN 4096 << {PAGE_ORDER_SQL} ELSE 0 END AS bytes, '' AS node, -1 AS rank
   FROM src.events e {node_join}
   WHERE e.source = {SRC_HOST} AND e.op IN {HOST_OPS}
     AND NOT (e.op = {OP_SWITCH} AND e.pid IN (SELECT tid FROM foreign_threads))
@@ -149,7 +153,7 @@ CREATE TEMP VIEW host_events AS SELECT e.rowid AS id, {session_expr} AS session_
                                  WHERE t.tid = e.arg1 AND t.pid = e.pid))
     AND NOT (e.op = {OP_EXIT} AND e.tid <> e.pid)
 UNION ALL SELECT e.rowid, {session_expr}, e.timestamp - e.duration, t.pid, e.tid, 1, e.duration, -1, -1,
-    1, 0
+    1, 0, '', -1
   FROM foreign_threads t JOIN src.events e ON e.pid = t.tid {node_join}
   WHERE e.source = {SRC_HOST} AND e.op = {OP_SWITCH};
 CREATE TEMP VIEW system_snapshots AS SELECT {default_session} AS session_id, timestamp AS ts_ns,
@@ -199,13 +203,9 @@ fn build_op_map(conn: &Connection) -> rusqlite::Result<()> {
          PRIMARY KEY (source, op));",
     )?;
     for op in crate::catalog::CUDA_OPS {
-        let api = match op.api {
-            CudaApi::Runtime => "runtime",
-            CudaApi::Driver => "driver",
-        };
         conn.execute(
             "INSERT INTO cuda_ops(id, name, api, class) VALUES (?1, ?2, ?3, ?4)",
-            params![op.id, op.name, api, op.class.as_str()],
+            params![op.id, op.name, op.api.as_str(), op.class.as_str()],
         )?;
     }
     let mut stmt = conn.prepare(&format!(
@@ -350,6 +350,9 @@ fn add_stack_views(
     node_join: &str,
 ) -> rusqlite::Result<()> {
     crate::compat::add_empty_stack_tables(conn)?;
+    for table in ["stack_samples", "stack_counts"] {
+        crate::compat::add_columns_to_table(conn, "temp", table, 1)?;
+    }
     let has_table: bool = conn.query_row(
         "SELECT COUNT(*) > 0 FROM src.sqlite_master WHERE type = 'table' AND name = 'stack_traces'",
         [],
@@ -378,12 +381,13 @@ CREATE TEMP VIEW stacks AS SELECT t.hash AS id,
     ELSE '[]' END AS frames
   FROM src.stack_traces t;
 CREATE TEMP VIEW stack_samples AS SELECT {session_expr} AS session_id, e.timestamp AS ts_ns,
-    e.pid, e.tid, 4 AS kind, 0 AS off_cpu_ns, -1 AS state, -1 AS cpu, e.stack_hash AS stack_id
+    e.pid, e.tid, 4 AS kind, 0 AS off_cpu_ns, -1 AS state, -1 AS cpu, e.stack_hash AS stack_id,
+    '' AS node, -1 AS rank
   FROM src.events e {node_join}
   WHERE e.stack_hash <> 0 AND e.source IN ({SRC_CUDA}, {SRC_DRIVER});
 CREATE TEMP VIEW stack_counts AS SELECT session_id,
     ts_ns - ts_ns % {INGERO_BUCKET_NS} AS bucket_ns, pid, tid, kind,
-    COUNT(*) AS count, COUNT(*) AS stored, 0 AS sum_off_cpu_ns
+    COUNT(*) AS count, COUNT(*) AS stored, 0 AS sum_off_cpu_ns, '' AS node, -1 AS rank
   FROM stack_samples GROUP BY 1, 2, 3, 4, 5;"
     ))
 }

@@ -68,6 +68,115 @@ CREATE TABLE gpu_status (
     };
 }
 
+/// The NCCL tables of schema version 7 (a macro, so the migration and the
+/// empty tables an older file is shown can share one text).
+macro_rules! nccl_tables_v7 {
+    () => {
+        r#"
+-- Version 7: NCCL calls (libnccl), every one of them (never sampled): collectives, point-to-point,
+-- groups and communicator set-up, as the process called them. The same calls are also in
+-- cuda_calls/aggregates (api 'nccl' in cuda_ops) like any probed call. comm = the ncclComm_t
+-- handle in that process; seq = 0-based order of the collective and point-to-point calls on
+-- (pid, comm), -1 for the others; count = elements; datatype = ncclDataType_t (-1 none);
+-- bytes = count x element size; red_op = ncclRedOp_t (-1 none); peer = root (broadcast, reduce)
+-- or peer rank (send, recv), -1 none. node and rank: the process's node and global rank where
+-- known (processes.rank; filled in merged files).
+CREATE TABLE nccl_calls (
+    id         INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL,
+    ts_ns      INTEGER NOT NULL,
+    pid        INTEGER NOT NULL,
+    tid        INTEGER NOT NULL,
+    op_id      INTEGER NOT NULL,
+    dur_ns     INTEGER NOT NULL,
+    comm       INTEGER NOT NULL DEFAULT 0,
+    seq        INTEGER NOT NULL DEFAULT -1,
+    count      INTEGER NOT NULL DEFAULT 0,
+    datatype   INTEGER NOT NULL DEFAULT -1,
+    bytes      INTEGER NOT NULL DEFAULT 0,
+    red_op     INTEGER NOT NULL DEFAULT -1,
+    peer       INTEGER NOT NULL DEFAULT -1,
+    stream     INTEGER NOT NULL DEFAULT 0,
+    ret        INTEGER NOT NULL DEFAULT 0,
+    node       TEXT NOT NULL DEFAULT '',
+    rank       INTEGER NOT NULL DEFAULT -1
+);
+CREATE INDEX nccl_calls_comm ON nccl_calls(pid, comm, seq);
+CREATE INDEX nccl_calls_ts ON nccl_calls(ts_ns);
+-- One row per communicator a process made (init, split). comm_key is equal on every rank of one
+-- communicator (a 64-bit key of its ncclUniqueId; for a split, of the parent's key and the
+-- color), 0 when unknown; comm_rank/nranks = this process's rank in it and its size, -1 unknown
+-- (a split does not say); parent_comm = the split communicator's parent handle, 0 otherwise.
+CREATE TABLE nccl_comms (
+    session_id    INTEGER NOT NULL,
+    pid           INTEGER NOT NULL,
+    comm          INTEGER NOT NULL,
+    comm_key      INTEGER NOT NULL DEFAULT 0,
+    comm_rank     INTEGER NOT NULL DEFAULT -1,
+    nranks        INTEGER NOT NULL DEFAULT -1,
+    parent_comm   INTEGER NOT NULL DEFAULT 0,
+    op_id         INTEGER NOT NULL,
+    init_ts_ns    INTEGER NOT NULL,
+    init_dur_ns   INTEGER NOT NULL DEFAULT 0,
+    destroy_ts_ns INTEGER NOT NULL DEFAULT 0,
+    node          TEXT NOT NULL DEFAULT '',
+    rank          INTEGER NOT NULL DEFAULT -1,
+    PRIMARY KEY (session_id, pid, comm)
+);
+-- Files made by `ingero merge`: one row per input database, merged as session session_id.
+-- clock_offset_ns was subtracted from every time of that input to put it on the reference
+-- clock (offset_method says how it was estimated; offset_spread_ns = the median absolute
+-- deviation of the per-collective estimates, matched = collectives matched with the reference);
+-- pid_offset was added to its pids and tids so that no two inputs share one.
+CREATE TABLE merge_sources (
+    session_id       INTEGER PRIMARY KEY,
+    path             TEXT NOT NULL,
+    node             TEXT NOT NULL,
+    reference        INTEGER NOT NULL DEFAULT 0,
+    clock_offset_ns  INTEGER NOT NULL DEFAULT 0,
+    offset_spread_ns INTEGER NOT NULL DEFAULT -1,
+    matched          INTEGER NOT NULL DEFAULT 0,
+    offset_method    TEXT NOT NULL DEFAULT '',
+    pid_offset       INTEGER NOT NULL DEFAULT 0
+);
+"#
+    };
+}
+
+/// The columns schema version 7 adds to existing tables (a macro, for the
+/// migration's `concat!`): the node and global rank of the process a row
+/// belongs to (filled in processes at the capture, in every table by
+/// `ingero merge`), and what the process's environment said of its place in
+/// the job.
+macro_rules! rank_columns_v7 {
+    () => {
+        r#"
+-- Version 7: node and rank on every row that has a pid (node = host name of the capture that
+-- recorded it, '' in a single capture; rank = global rank of the process, -1 unknown: filled in
+-- processes by the capture, everywhere by `ingero merge`). processes.local_rank/world_size come
+-- from the process's environment (LOCAL_RANK, WORLD_SIZE and the launchers' equivalents).
+ALTER TABLE aggregates ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE aggregates ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE cuda_activity ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE cuda_activity ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE cuda_calls ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE cuda_calls ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE gpu_process_samples ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE gpu_process_samples ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE host_events ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE host_events ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE processes ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE processes ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE processes ADD COLUMN local_rank INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE processes ADD COLUMN world_size INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE stack_counts ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE stack_counts ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE stack_samples ADD COLUMN node TEXT NOT NULL DEFAULT '';
+ALTER TABLE stack_samples ADD COLUMN rank INTEGER NOT NULL DEFAULT -1;
+"#
+    };
+}
+
 /// Tables added in schema version 2 that an older file lacks (the reader
 /// shows them empty).
 pub const GPU_TABLES_SQL: &str = gpu_tables_v2!();
@@ -112,10 +221,52 @@ pub const COLUMNS_V6: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Columns added in schema version 7 (ranks and nodes): an older file is
+/// one node's capture whose ranks were not recorded.
+pub const COLUMNS_V7: &[(&str, &str, &str)] = &[
+    ("aggregates", "node", "''"),
+    ("aggregates", "rank", "-1"),
+    ("cuda_activity", "node", "''"),
+    ("cuda_activity", "rank", "-1"),
+    ("cuda_calls", "node", "''"),
+    ("cuda_calls", "rank", "-1"),
+    ("gpu_process_samples", "node", "''"),
+    ("gpu_process_samples", "rank", "-1"),
+    ("host_events", "node", "''"),
+    ("host_events", "rank", "-1"),
+    ("processes", "node", "''"),
+    ("processes", "rank", "-1"),
+    ("processes", "local_rank", "-1"),
+    ("processes", "world_size", "-1"),
+    ("stack_counts", "node", "''"),
+    ("stack_counts", "rank", "-1"),
+    ("stack_samples", "node", "''"),
+    ("stack_samples", "rank", "-1"),
+];
+
+/// Tables whose rows carry a pid, and so (from version 7) the node and rank
+/// of that process.
+pub const PID_TABLES: &[&str] = &[
+    "aggregates",
+    "cuda_activity",
+    "cuda_calls",
+    "gpu_process_samples",
+    "host_events",
+    "nccl_calls",
+    "nccl_comms",
+    "processes",
+    "stack_counts",
+    "stack_samples",
+];
+
 /// Every column added to an existing table after version 1, with the
 /// version that added it (what [`crate::compat`] presents to older files).
-pub const ADDED_COLUMNS: &[(i64, &[AddedColumn])] =
-    &[(2, COLUMNS_V2), (5, COLUMNS_V5), (6, COLUMNS_V6)];
+pub const ADDED_COLUMNS: &[(i64, &[AddedColumn])] = &[
+    (2, COLUMNS_V2),
+    (5, COLUMNS_V5),
+    (6, COLUMNS_V6),
+    (7, COLUMNS_V7),
+];
 
 /// A column added to an existing table: `(table, column, value an older
 /// file reads as)`.
@@ -269,7 +420,14 @@ ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT
     STACK_TABLES_SQL,
     ESTIMATED_DURATION_SQL,
     PAGE_RUNS_SQL,
+    concat!(nccl_tables_v7!(), rank_columns_v7!()),
 ];
+
+/// Tables added in schema version 7 that an older file lacks (the reader
+/// shows them empty).
+pub const NCCL_TABLES_SQL: &str = nccl_tables_v7!();
+
+
 
 /// Columns added in schema version 6: a host row may stand for many events
 /// (page allocations coalesced in the kernel into runs).
@@ -410,11 +568,7 @@ fn seed_catalog(conn: &Connection) -> Result<()> {
     let mut stmt = conn
         .prepare("INSERT OR REPLACE INTO cuda_ops(id, name, api, class) VALUES (?1, ?2, ?3, ?4)")?;
     for op in CUDA_OPS {
-        let api = match op.api {
-            crate::catalog::CudaApi::Runtime => "runtime",
-            crate::catalog::CudaApi::Driver => "driver",
-        };
-        stmt.execute(params![op.id, op.name, api, op.class.as_str()])?;
+        stmt.execute(params![op.id, op.name, op.api.as_str(), op.class.as_str()])?;
     }
     Ok(())
 }

@@ -110,6 +110,8 @@ pub struct TraceWriter {
     cuda_threads: HashSet<(i32, i32)>,
     /// Interned stacks and per-second stack sample counts ([`crate::writer_stacks`]).
     pub(crate) stacks: crate::writer_stacks::StackState,
+    /// Sequence numbers and keys of NCCL communicators ([`crate::writer_nccl`]).
+    pub(crate) nccl: crate::writer_nccl::NcclState,
 }
 
 /// Columns of a `cuda_activity` row, in the order of [`activity_row`].
@@ -206,6 +208,7 @@ impl TraceWriter {
             activity: ActivityTracker::default(),
             cuda_threads: HashSet::new(),
             stacks: Default::default(),
+            nccl: Default::default(),
         })
     }
 

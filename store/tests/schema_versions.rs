@@ -79,10 +79,17 @@ fn older_files_read_with_the_same_columns_and_empty_gpu_tables() {
         for table in [
             "cuda_calls",
             "aggregates",
+            "host_events",
+            "processes",
             "gpu_devices",
             "gpu_util_samples",
             "gpu_process_samples",
             "gpu_status",
+            "stack_samples",
+            "stack_counts",
+            "nccl_calls",
+            "nccl_comms",
+            "merge_sources",
         ] {
             let mut want = columns(&now, table);
             let mut got = columns(&db, table);

@@ -261,7 +261,7 @@ fn mark_nested(calls: &mut [Call], ops: &BTreeMap<u16, OpInfo>) {
     let mut open: std::collections::HashMap<i32, i64> = std::collections::HashMap::new();
     for c in calls.iter_mut() {
         match ops.get(&c.op_id).map(|o| o.api) {
-            Some(CudaApi::Runtime) => {
+            Some(CudaApi::Runtime | CudaApi::Nccl) => {
                 let end = open.entry(c.tid).or_insert(i64::MIN);
                 *end = (*end).max(c.ts_ns + c.dur_ns);
             }
@@ -384,11 +384,7 @@ impl Dataset {
                     Ok(OpInfo {
                         id: r.get(0)?,
                         name: r.get(1)?,
-                        api: if api == "driver" {
-                            CudaApi::Driver
-                        } else {
-                            CudaApi::Runtime
-                        },
+                        api: CudaApi::parse(&api),
                         class: OpClass::parse(&class),
                     })
                 })

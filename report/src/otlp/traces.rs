@@ -39,10 +39,7 @@ pub fn trace_requests(ds: &Dataset, chains: &ChainReport, opts: &OtlpOptions) ->
             string("cuda.op_class", ds.op_class(c.op_id).as_str()),
             string(
                 "cuda.api",
-                match op.map(|o| o.api) {
-                    Some(ingero_store::CudaApi::Driver) => "driver",
-                    _ => "runtime",
-                },
+                op.map_or(ingero_store::CudaApi::Runtime, |o| o.api).as_str(),
             ),
             int("thread.id", c.tid as i64),
         ];
