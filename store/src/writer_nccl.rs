@@ -80,7 +80,7 @@ impl TraceWriter {
                         c.ts_ns,
                         c.dur_ns
                     ])?;
-                    if m.comm_rank >= 0 && m.nranks > 1 && m.parent_comm == 0 {
+                    if m.comm_rank >= 0 && m.nranks >= 1 && m.parent_comm == 0 {
                         place.execute(params![session, c.pid, m.comm_rank, m.nranks])?;
                     }
                 } else if c.class() == OpClass::CommSetup && c.made.is_none() {
