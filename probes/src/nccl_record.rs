@@ -53,6 +53,7 @@ pub fn split(raw: &CudaCall) -> (CudaCall, NcclCall) {
         peer: if transfer { opt(raw.block[1]) } else { -1 },
         stream: raw.stream,
         ret: raw.ret,
+        nested: raw.nested,
         made,
     };
     let call = CudaCall {

@@ -45,6 +45,9 @@ pub struct NcclCall {
     pub stream: i64,
     /// Return code (0 = ncclSuccess).
     pub ret: i64,
+    /// Made inside another probed call of the same thread (`ncclBroadcast`
+    /// inside `ncclBcast`): the same collective, not numbered again.
+    pub nested: bool,
     /// Communicator set-up only: what the new communicator is.
     pub made: Option<CommMade>,
 }
@@ -71,9 +74,10 @@ impl NcclCall {
     }
 
     /// True for the calls numbered in order on their communicator
-    /// (`nccl_calls.seq`): collectives and point-to-point transfers.
+    /// (`nccl_calls.seq`): collectives and point-to-point transfers the
+    /// application made (not one NCCL makes inside another).
     pub fn is_sequenced(&self) -> bool {
-        matches!(self.class(), OpClass::Collective | OpClass::PointToPoint)
+        !self.nested && matches!(self.class(), OpClass::Collective | OpClass::PointToPoint)
     }
 }
 

@@ -77,7 +77,7 @@ macro_rules! nccl_tables_v7 {
 -- groups and communicator set-up, as the process called them. The same calls are also in
 -- cuda_calls/aggregates (api 'nccl' in cuda_ops) like any probed call. comm = the ncclComm_t
 -- handle in that process; seq = 0-based order of the collective and point-to-point calls on
--- (pid, comm), -1 for the others; count = elements; datatype = ncclDataType_t (-1 none);
+-- (pid, comm) the application made, -1 for the others (and for one NCCL made inside another); count = elements; datatype = ncclDataType_t (-1 none);
 -- bytes = count x element size; red_op = ncclRedOp_t (-1 none); peer = root (broadcast, reduce)
 -- or peer rank (send, recv), -1 none. node and rank: the process's node and global rank where
 -- known (processes.rank; filled in merged files).

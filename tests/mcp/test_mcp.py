@@ -47,6 +47,7 @@ ANALYSIS_TOOLS = [
     "get_events",
     "get_timeline_chart",
     "get_stacks",
+    "get_rank_report",
 ]
 READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["run_sql", "list_databases", "open_database", "get_trace_status", "list_gpu_processes"]
 ALL_TOOLS = READ_ONLY_TOOLS + ["start_trace", "stop_trace"]

@@ -57,6 +57,10 @@ pub struct Report {
     pub processes: ProcessBreakdown,
     /// Per-op statistics.
     pub stats: OpStatsReport,
+    /// Ranks of a distributed job: clocks, arrivals at collectives,
+    /// stragglers (absent when the file has no NCCL communicator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<crate::ranks::RankReport>,
     /// What the data cannot support, so nobody invents it.
     pub limits: Vec<String>,
 }
@@ -101,6 +105,8 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
     let processes = per_process_in(db, &ds)?;
     let stats = op_stats_of(&ds);
     let limits = limits_of(&ds, &processes, &stats, &capture);
+    let ranks = crate::ranks::rank_report(db, &ds)?;
+    let ranks = (!ranks.is_empty()).then_some(ranks);
     Ok(Report {
         capture,
         window: WindowInfo::of(&ds),
@@ -108,6 +114,7 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
         starvation,
         processes,
         stats,
+        ranks,
         limits,
     })
 }

@@ -45,6 +45,10 @@ pub fn report_text(r: &Report) -> String {
     s.push('\n');
     s.push_str(&chains_text(&r.chains));
     s.push('\n');
+    if let Some(ranks) = &r.ranks {
+        s.push_str(&crate::render_ranks::ranks_text(ranks));
+        s.push('\n');
+    }
     s.push_str(&starvation_text(&r.starvation));
     s.push('\n');
     s.push_str(&processes_text(&r.processes));

@@ -15,6 +15,29 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// This scope narrowed to the process of global rank `rank`
+    /// (`processes.rank`; a merged file or a capture of a node's ranks);
+    /// unchanged when `rank` is `None`.
+    pub fn for_rank(
+        self,
+        db: &ingero_store::TraceDb,
+        rank: Option<i32>,
+    ) -> crate::error::Result<Scope> {
+        let Some(rank) = rank else {
+            return Ok(self);
+        };
+        match crate::ranks::pid_of_rank(db, rank, None)? {
+            Some(pid) => Ok(Scope {
+                pid: Some(pid),
+                ..self
+            }),
+            None => Err(crate::ToolError::BadArgument(format!(
+                "no process of rank {rank} in this file (processes.rank is filled from the \
+                 RANK environment variable or an NCCL communicator of the process)"
+            ))),
+        }
+    }
+
     /// The whole capture, every process.
     pub const ALL: Scope = Scope {
         window: TimeWindow::ALL,

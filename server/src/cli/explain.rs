@@ -21,8 +21,12 @@ pub struct Args {
     #[arg(long, value_name = "D")]
     until: Option<String>,
     /// Only this process (and its children).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "rank")]
     pid: Option<i32>,
+    /// Only the process of this global rank (a merged file, or a capture of
+    /// a node's ranks: processes.rank).
+    #[arg(long)]
+    rank: Option<i32>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -35,7 +39,8 @@ pub fn run(args: Args) -> Result<()> {
     let scope = Scope {
         window,
         pid: args.pid,
-    };
+    }
+    .for_rank(&db, args.rank)?;
     let report = explain::explain(&db, &scope)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -9,6 +9,7 @@ use ingero_tools::chains::causal_chains;
 use ingero_tools::events::{query_events, EventPage, EventQuery};
 use ingero_tools::explain::{explain, Report};
 use ingero_tools::processes::{per_process, ProcessBreakdown};
+use ingero_tools::ranks::{rank_report, RankReport};
 use ingero_tools::render;
 use ingero_tools::stacks::{hot_stacks, Category, SampleSet, StackQuery, StackReport};
 use ingero_tools::stats::{op_stats, OpStatsReport};
@@ -66,6 +67,8 @@ pub struct ScopeArgs {
     pub until: Option<String>,
     /// Only this process id.
     pub pid: Option<i32>,
+    /// Only the process of this global rank (a distributed job: a merged file, or a capture of a node's ranks); instead of pid.
+    pub rank: Option<i32>,
     /// Database to read (a name from list_databases); the session's current database when absent.
     pub db: Option<String>,
 }
@@ -140,7 +143,10 @@ impl ScopeArgs {
     /// Result-cache key of this scope, plus `extra` for the tool's own
     /// arguments.
     fn cache_key(&self, extra: &str) -> String {
-        format!("{:?}|{:?}|{:?}|{extra}", self.since, self.until, self.pid)
+        format!(
+            "{:?}|{:?}|{:?}|{:?}|{extra}",
+            self.since, self.until, self.pid, self.rank
+        )
     }
 }
 
@@ -253,14 +259,42 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.to_scope());
+        let rank = args.rank;
         let key = args.cache_key("");
         self.analyse(
             "explain",
             key,
             args.db.as_deref(),
             &ctx,
-            move |db| explain(db, &scope),
+            move |db| explain(db, &scope.for_rank(db, rank)?),
             Shape::readable(render::report_text),
+        )
+        .await
+    }
+
+    /// Ranks of a distributed (NCCL) job in this file: for a merged file (`ingero merge`), each input's clock offset and how it was estimated; per rank and communicator, its collectives, time inside them and how long it waited for the last rank to arrive; stragglers: the rank that arrived last at most collectives, by how much, what its thread was doing while the others waited (cause named only where the states show one), and the wait it imposed on each other rank. Empty lists when the file has no NCCL communicator.
+    #[tool(
+        name = "get_rank_report",
+        annotations(title = "Ranks and stragglers", read_only_hint = true, open_world_hint = false),
+        output_schema = readable::output_schema::<RankReport>()
+    )]
+    pub(crate) async fn get_rank_report(
+        &self,
+        Parameters(args): Parameters<ScopeArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = bail_tool!(args.to_scope());
+        let key = args.cache_key("");
+        self.analyse(
+            "get_rank_report",
+            key,
+            args.db.as_deref(),
+            &ctx,
+            move |db| {
+                let ds = ingero_tools::dataset::Dataset::load(db, &scope)?;
+                rank_report(db, &ds)
+            },
+            Shape::readable(ingero_tools::render_ranks::ranks_text),
         )
         .await
     }
@@ -277,13 +311,14 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.to_scope());
+        let rank = args.rank;
         let key = args.cache_key("");
         self.analyse(
             "get_trace_stats",
             key,
             args.db.as_deref(),
             &ctx,
-            move |db| op_stats(db, &scope),
+            move |db| op_stats(db, &scope.for_rank(db, rank)?),
             Shape::readable(render::stats_text),
         )
         .await
@@ -301,6 +336,7 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
+        let rank = args.scope.rank;
         let detail = args.detail.unwrap_or_default();
         let key = args.scope.cache_key(&format!("{detail:?}"));
         self.analyse(
@@ -308,7 +344,9 @@ impl IngeroMcp {
             key,
             args.scope.db.as_deref(),
             &ctx,
-            move |db| causal_chains(db, &scope).map(|r| ChainsView::new(r, detail)),
+            move |db| {
+                causal_chains(db, &scope.for_rank(db, rank)?).map(|r| ChainsView::new(r, detail))
+            },
             Shape {
                 json: |v: &ChainsView| {
                     let mut j = v.to_value()?;
@@ -333,13 +371,14 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.to_scope());
+        let rank = args.rank;
         let key = args.cache_key("");
         self.analyse(
             "get_per_process_breakdown",
             key,
             args.db.as_deref(),
             &ctx,
-            move |db| per_process(db, &scope),
+            move |db| per_process(db, &scope.for_rank(db, rank)?),
             Shape::readable(render::processes_text),
         )
         .await
@@ -357,6 +396,7 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
+        let rank = args.scope.rank;
         let bucket_ns = match args.bucket.as_deref().map(parse_duration_ns).transpose() {
             Ok(Some(0)) => return Ok(failure("bucket must be longer than zero".into())),
             Ok(b) => b,
@@ -368,7 +408,7 @@ impl IngeroMcp {
             key,
             args.scope.db.as_deref(),
             &ctx,
-            move |db| timeline(db, &scope, bucket_ns),
+            move |db| timeline(db, &scope.for_rank(db, rank)?, bucket_ns),
             Shape::plain(|t| format!("{}{}", render::timeline_text(t), gpu_track_text(t))),
         )
         .await
@@ -386,6 +426,7 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
+        let rank = args.scope.rank;
         let window = match (args.start_offset_s, args.end_offset_s) {
             (Some(a), Some(b)) if a.is_finite() && b.is_finite() && b > a => {
                 Some(ingero_report::svg::ChartWindow {
@@ -405,7 +446,7 @@ impl IngeroMcp {
         let pool = bail_tool!(self.pick_db(args.scope.db.as_deref()));
         let out = self
             .run_on(pool, &ctx, "get_timeline_chart", move |db| {
-                let ds = ingero_tools::dataset::Dataset::load(db, &scope)?;
+                let ds = ingero_tools::dataset::Dataset::load(db, &scope.for_rank(db, rank)?)?;
                 Ok::<_, ToolError>(ingero_report::svg::timeline_svg(&ds, window, width, height))
             })
             .await;
@@ -447,6 +488,7 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
+        let rank = args.scope.rank;
         let set = match args
             .stacks
             .as_deref()
@@ -500,7 +542,11 @@ impl IngeroMcp {
             key,
             args.scope.db.as_deref(),
             &ctx,
-            move |db| hot_stacks(db, &query),
+            move |db| {
+                let mut query = query;
+                query.scope = query.scope.for_rank(db, rank)?;
+                hot_stacks(db, &query)
+            },
             Shape::plain(ingero_tools::render_stacks::stacks_text),
         )
         .await
@@ -518,6 +564,7 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
+        let rank = args.scope.rank;
         let limit = args.limit.unwrap_or(DEFAULT_EVENT_LIMIT);
         if limit == 0 || limit > MAX_EVENT_LIMIT {
             return Ok(failure(format!(
@@ -544,7 +591,11 @@ impl IngeroMcp {
             key,
             args.scope.db.as_deref(),
             &ctx,
-            move |db| query_events(db, &query),
+            move |db| {
+                let mut query = query;
+                query.scope = query.scope.for_rank(db, rank)?;
+                query_events(db, &query)
+            },
             Shape::plain(render::events_text),
         )
         .await

@@ -26,6 +26,7 @@ mod process;
 mod split;
 pub mod states;
 mod timeline;
+mod windows;
 
 use crate::activity::op_roles;
 use crate::dataset::Dataset;
@@ -35,6 +36,7 @@ use bound::HostBound;
 use gaps::LongGaps;
 use ingero_store::activity::CallPart;
 pub use launches::{LaunchStats, SyncStats};
+pub use windows::thread_time_in;
 use measure::Busy;
 use process::ProcessSpans;
 use serde::Serialize;

@@ -1,0 +1,192 @@
+//! The NCCL collectives of one capture file, per communicator member: which
+//! process holds which communicator (and so which rank of which job), and
+//! the collective calls it made on it in order, each with the moment the
+//! host saw it complete.
+
+use crate::error::Result;
+use ingero_store::TraceDb;
+use std::collections::BTreeMap;
+
+/// One collective call on a communicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collective {
+    /// Order on the communicator (`nccl_calls.seq`).
+    pub seq: i64,
+    /// Catalogue id.
+    pub op_id: u16,
+    /// Elements.
+    pub count: i64,
+    /// Entry: when this rank arrived, epoch ns.
+    pub arrive_ns: i64,
+    /// Time inside the call.
+    pub dur_ns: i64,
+    /// When the host saw the collective complete: the end of the first
+    /// synchronize of the calling thread after the call returned and before
+    /// its next collective, else the call's own return.
+    pub done_ns: i64,
+    /// Calling thread.
+    pub tid: i32,
+}
+
+/// One process's membership in one communicator, with its collectives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    /// Session of the row.
+    pub session_id: i64,
+    /// Process id (as in the file).
+    pub pid: i32,
+    /// Communicator handle in that process.
+    pub comm: i64,
+    /// Key equal on every rank of the communicator.
+    pub key: i64,
+    /// Rank in the communicator, -1 unknown.
+    pub comm_rank: i32,
+    /// Size of the communicator, -1 unknown.
+    pub nranks: i32,
+    /// Global rank of the process (`processes.rank`), -1 unknown.
+    pub rank: i32,
+    /// Node of the process (`processes.node`, else the session's host).
+    pub node: String,
+    /// Its collectives, by `seq`.
+    pub calls: Vec<Collective>,
+}
+
+impl Member {
+    /// A name for reports: `rank 1 (node-b, pid 42)`.
+    pub fn label(&self) -> String {
+        let rank = if self.rank >= 0 {
+            self.rank
+        } else {
+            self.comm_rank
+        };
+        let who = if rank >= 0 {
+            format!("rank {rank}")
+        } else {
+            "rank ?".to_string()
+        };
+        if self.node.is_empty() {
+            format!("{who} (pid {})", self.pid)
+        } else {
+            format!("{who} ({}, pid {})", self.node, self.pid)
+        }
+    }
+}
+
+/// Every communicator member of the file with a known key, with its
+/// collective calls.
+pub fn members(db: &TraceDb) -> Result<Vec<Member>> {
+    let conn = db.conn();
+    let q = |e| db.classify(e);
+    let mut out = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare(
+                "SELECT m.session_id, m.pid, m.comm, m.comm_key, m.comm_rank, m.nranks, \
+                 COALESCE(p.rank, -1), COALESCE(NULLIF(p.node, ''), NULLIF(m.node, ''), s.host, '') \
+                 FROM nccl_comms m \
+                 LEFT JOIN processes p ON p.session_id = m.session_id AND p.pid = m.pid \
+                 LEFT JOIN sessions s ON s.id = m.session_id \
+                 WHERE m.comm_key != 0 ORDER BY m.session_id, m.pid, m.init_ts_ns",
+            )
+            .map_err(q)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Member {
+                    session_id: r.get(0)?,
+                    pid: r.get(1)?,
+                    comm: r.get(2)?,
+                    key: r.get(3)?,
+                    comm_rank: r.get(4)?,
+                    nranks: r.get(5)?,
+                    rank: r.get(6)?,
+                    node: r.get(7)?,
+                    calls: Vec::new(),
+                })
+            })
+            .map_err(q)?;
+        for m in rows {
+            out.push(m.map_err(q)?);
+        }
+    }
+    let mut calls = conn
+        .prepare(
+            "SELECT n.seq, n.op_id, n.count, n.ts_ns, n.dur_ns, n.tid FROM nccl_calls n \
+             JOIN cuda_ops o ON o.id = n.op_id \
+             WHERE n.session_id = ?1 AND n.pid = ?2 AND n.comm = ?3 AND o.class = 'collective' \
+             AND n.seq >= 0 ORDER BY n.seq",
+        )
+        .map_err(q)?;
+    let mut syncs = conn
+        .prepare(
+            "SELECT c.tid, c.ts_ns, c.dur_ns FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id \
+             WHERE c.session_id = ?1 AND c.pid = ?2 AND o.class = 'sync' AND c.nested != 1 \
+             ORDER BY c.tid, c.ts_ns",
+        )
+        .map_err(q)?;
+    let mut sync_cache: BTreeMap<(i64, i32), BTreeMap<i32, Vec<(i64, i64)>>> = BTreeMap::new();
+    for m in &mut out {
+        let rows = calls
+            .query_map(rusqlite::params![m.session_id, m.pid, m.comm], |r| {
+                Ok(Collective {
+                    seq: r.get(0)?,
+                    op_id: r.get(1)?,
+                    count: r.get(2)?,
+                    arrive_ns: r.get(3)?,
+                    dur_ns: r.get(4)?,
+                    done_ns: 0,
+                    tid: r.get(5)?,
+                })
+            })
+            .map_err(q)?;
+        for c in rows {
+            m.calls.push(c.map_err(q)?);
+        }
+        if !sync_cache.contains_key(&(m.session_id, m.pid)) {
+            let mut per_tid: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
+            let rows = syncs
+                .query_map(rusqlite::params![m.session_id, m.pid], |r| {
+                    Ok((r.get::<_, i32>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                })
+                .map_err(q)?;
+            for row in rows {
+                let (tid, ts, dur) = row.map_err(q)?;
+                per_tid.entry(tid).or_default().push((ts, ts + dur));
+            }
+            sync_cache.insert((m.session_id, m.pid), per_tid);
+        }
+        let empty = Vec::new();
+        let per_tid = &sync_cache[&(m.session_id, m.pid)];
+        let n = m.calls.len();
+        for i in 0..n {
+            let c = m.calls[i];
+            let end = c.arrive_ns + c.dur_ns;
+            let next = m.calls.get(i + 1).map_or(i64::MAX, |x| x.arrive_ns);
+            let thread_syncs = per_tid.get(&c.tid).unwrap_or(&empty);
+            let first = thread_syncs.partition_point(|(ts, _)| *ts < end);
+            m.calls[i].done_ns = thread_syncs
+                .get(first)
+                .filter(|(ts, _)| *ts < next)
+                .map_or(end, |(_, e)| *e);
+        }
+    }
+    Ok(out)
+}
+
+/// Pairs of collectives two members made as one: the same `seq` with the
+/// same function and element count (a mismatch means the sequences are not
+/// the same collectives, and is counted, not paired).
+pub fn paired<'a>(a: &'a Member, b: &'a Member) -> (Vec<(&'a Collective, &'a Collective)>, usize) {
+    let by_seq: BTreeMap<i64, &Collective> = b.calls.iter().map(|c| (c.seq, c)).collect();
+    let mut pairs = Vec::new();
+    let mut mismatched = 0;
+    for x in &a.calls {
+        if let Some(y) = by_seq.get(&x.seq) {
+            if x.op_id == y.op_id && x.count == y.count {
+                pairs.push((x, *y));
+            } else {
+                mismatched += 1;
+            }
+        }
+    }
+    (pairs, mismatched)
+}
