@@ -18,7 +18,9 @@ const WELL_KNOWN_DIRS: &[&str] = &[
 /// True for file names ingero probes: `libcudart.so*`, `libcuda.so*` and
 /// `libnccl.so*`.
 pub fn is_cuda_library_name(name: &str) -> bool {
-    name.starts_with("libcudart.so") || name.starts_with("libcuda.so") || name.starts_with("libnccl.so")
+    name.starts_with("libcudart.so")
+        || name.starts_with("libcuda.so")
+        || name.starts_with("libnccl.so")
 }
 
 fn is_cuda_library_path(path: &str) -> bool {

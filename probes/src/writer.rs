@@ -4,7 +4,8 @@
 
 use crate::status::LiveStats;
 use ingero_store::{
-    Event, GpuDevice, GpuSamples, JobPlace, NcclCall, ProcessInfo, StackKind, StackSample, SystemSnapshot, TraceWriter,
+    Event, GpuDevice, GpuSamples, JobPlace, NcclCall, ProcessInfo, StackKind, StackSample,
+    SystemSnapshot, TraceWriter,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;

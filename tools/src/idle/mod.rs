@@ -36,11 +36,11 @@ use bound::HostBound;
 use gaps::LongGaps;
 use ingero_store::activity::CallPart;
 pub use launches::{LaunchStats, SyncStats};
-pub use windows::thread_time_in;
 use measure::Busy;
 use process::ProcessSpans;
 use serde::Serialize;
 use states::{State, STATES};
+pub use windows::thread_time_in;
 
 pub use ingero_store::activity::SYNC_WAITED_NS;
 

@@ -123,7 +123,7 @@ pub fn members(db: &TraceDb) -> Result<Vec<Member>> {
              ORDER BY c.tid, c.ts_ns",
         )
         .map_err(q)?;
-    let mut sync_cache: BTreeMap<(i64, i32), BTreeMap<i32, Vec<(i64, i64)>>> = BTreeMap::new();
+    let mut sync_cache: BTreeMap<(i64, i32), ThreadSyncs> = BTreeMap::new();
     for m in &mut out {
         let rows = calls
             .query_map(rusqlite::params![m.session_id, m.pid, m.comm], |r| {
@@ -141,18 +141,10 @@ pub fn members(db: &TraceDb) -> Result<Vec<Member>> {
         for c in rows {
             m.calls.push(c.map_err(q)?);
         }
-        if !sync_cache.contains_key(&(m.session_id, m.pid)) {
-            let mut per_tid: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
-            let rows = syncs
-                .query_map(rusqlite::params![m.session_id, m.pid], |r| {
-                    Ok((r.get::<_, i32>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-                })
-                .map_err(q)?;
-            for row in rows {
-                let (tid, ts, dur) = row.map_err(q)?;
-                per_tid.entry(tid).or_default().push((ts, ts + dur));
-            }
-            sync_cache.insert((m.session_id, m.pid), per_tid);
+        if let std::collections::btree_map::Entry::Vacant(slot) =
+            sync_cache.entry((m.session_id, m.pid))
+        {
+            slot.insert(syncs_of(&mut syncs, m.session_id, m.pid).map_err(q)?);
         }
         let empty = Vec::new();
         let per_tid = &sync_cache[&(m.session_id, m.pid)];
@@ -170,6 +162,29 @@ pub fn members(db: &TraceDb) -> Result<Vec<Member>> {
         }
     }
     Ok(out)
+}
+
+/// Synchronize calls per thread, as `[start, end)` in time order.
+type ThreadSyncs = BTreeMap<i32, Vec<(i64, i64)>>;
+
+fn syncs_of(
+    stmt: &mut rusqlite::Statement<'_>,
+    session_id: i64,
+    pid: i32,
+) -> rusqlite::Result<ThreadSyncs> {
+    let mut per_tid = ThreadSyncs::new();
+    let rows = stmt.query_map(rusqlite::params![session_id, pid], |r| {
+        Ok((
+            r.get::<_, i32>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (tid, ts, dur) = row?;
+        per_tid.entry(tid).or_default().push((ts, ts + dur));
+    }
+    Ok(per_tid)
 }
 
 /// Pairs of collectives two members made as one: the same `seq` with the

@@ -151,7 +151,16 @@ pub fn judge(ds: &Dataset, members: &[Member]) -> (Vec<RankArrivals>, Vec<Stragg
             if median_late < MIN_LATENESS_NS {
                 continue;
             }
-            found.push(straggler(ds, key, &group, i, m, &rounds, &late, median_late));
+            found.push(straggler(
+                ds,
+                key,
+                &group,
+                i,
+                m,
+                &rounds,
+                &late,
+                median_late,
+            ));
         }
     }
     (table, found)
@@ -236,7 +245,7 @@ fn straggler(
                 .collect()
         })
         .unwrap_or_default();
-    during.sort_by(|a, b| b.ns.cmp(&a.ns));
+    during.sort_by_key(|p| std::cmp::Reverse(p.ns));
     let waits: Vec<WaitOn> = group
         .iter()
         .enumerate()
@@ -252,7 +261,15 @@ fn straggler(
         })
         .collect();
     let wait_imposed_ns = waits.iter().map(|w| w.wait_ns).sum();
-    let summary = summary_of(m, rounds.len(), late.len(), median_late, late_ns, &during, wait_imposed_ns);
+    let summary = summary_of(
+        m,
+        rounds.len(),
+        late.len(),
+        median_late,
+        late_ns,
+        &during,
+        wait_imposed_ns,
+    );
     Straggler {
         who: m.label(),
         rank: m.rank,
