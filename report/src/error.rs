@@ -14,6 +14,10 @@ pub enum ReportError {
     /// Serialising the embedded data failed.
     #[error("encoding JSON failed: {0}")]
     Json(#[from] serde_json::Error),
+    /// An OTLP body could not be written as protobuf (a field the encoder
+    /// lacks: a bug here, not the caller's input).
+    #[error("encoding OTLP protobuf failed: {0}")]
+    Protobuf(String),
     /// The OTLP receiver could not be reached or did not answer.
     #[error("sending to {url} failed: {message}")]
     Network {
@@ -41,9 +45,10 @@ impl ReportError {
         match self {
             ReportError::Tool(e) => e.is_bad_input(),
             ReportError::BadArgument(_) => true,
-            ReportError::Json(_) | ReportError::Network { .. } | ReportError::Rejected { .. } => {
-                false
-            }
+            ReportError::Json(_)
+            | ReportError::Protobuf(_)
+            | ReportError::Network { .. }
+            | ReportError::Rejected { .. } => false,
         }
     }
 }

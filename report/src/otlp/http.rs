@@ -1,4 +1,4 @@
-//! Delivery of OTLP/HTTP JSON requests, keeping "the receiver is down" (a
+//! Delivery of OTLP/HTTP requests, keeping "the receiver is down" (a
 //! network failure) apart from "the receiver said no" (an HTTP status).
 
 use crate::error::{ReportError, Result};
@@ -21,12 +21,12 @@ impl Sender {
         }
     }
 
-    /// POSTs one JSON body; any 2xx status is success.
-    pub fn post(&self, url: &str, body: &[u8]) -> Result<()> {
+    /// POSTs one body of `content_type`; any 2xx status is success.
+    pub fn post(&self, url: &str, content_type: &str, body: &[u8]) -> Result<()> {
         let mut resp = self
             .agent
             .post(url)
-            .header("Content-Type", "application/json")
+            .header("Content-Type", content_type)
             .send(body)
             .map_err(|e| ReportError::Network {
                 url: url.to_string(),

@@ -1,21 +1,26 @@
-//! OTLP metric payloads: the recorder's per-bucket aggregates as delta sums
-//! (CUDA calls, time and bytes per process and op; host events, their
-//! duration and bytes per process and kind) and the system samples as
-//! gauges (CPU and memory utilisation, load), so dashboards a fleet already
-//! has can plot them beside everything else.
+//! OTLP metric payloads: the recorder's per-bucket aggregates as cumulative
+//! sums (CUDA calls, time and bytes per process and op; host events, their
+//! duration and bytes per process and kind: each point is the running total
+//! from the series' first bucket, the temporality Prometheus-style stores
+//! take) and the system samples as gauges (CPU and memory utilisation,
+//! load), so dashboards a fleet already has can plot them beside everything
+//! else. One resource per node: a merged file's processes keep their node.
 
 use super::attrs::{int, nanos, string};
-use super::OtlpOptions;
+use super::{Identity, OtlpOptions};
 use ingero_store::{AggSource, HostKind};
 use ingero_tools::dataset::Dataset;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// `AGGREGATION_TEMPORALITY_DELTA` in OTLP's enum.
-const DELTA: i64 = 1;
+/// `AGGREGATION_TEMPORALITY_CUMULATIVE` in OTLP's enum.
+const CUMULATIVE: i64 = 2;
 
-/// Aggregate rows summed per (is CUDA, bucket start, pid, op or host kind).
-type SumKey = (bool, i64, i32, i64);
+/// One sum series: (node, is CUDA, pid, op or host kind).
+type SeriesKey = (String, bool, i32, i64);
+
+/// Count, duration and bytes of one bucket of a series.
+type Totals = (i64, i64, i64);
 
 /// A metric being assembled: its header and its data points.
 struct Metric {
@@ -46,7 +51,7 @@ impl Metric {
         let data = if self.gauge {
             json!({ "gauge": { "dataPoints": points } })
         } else {
-            json!({ "sum": { "aggregationTemporality": DELTA, "isMonotonic": true, "dataPoints": points } })
+            json!({ "sum": { "aggregationTemporality": CUMULATIVE, "isMonotonic": true, "dataPoints": points } })
         };
         let mut m =
             json!({ "name": self.name, "unit": self.unit, "description": self.description });
@@ -57,66 +62,95 @@ impl Metric {
     }
 }
 
-/// Builds the `/v1/metrics` request bodies, at most `opts.batch` data points each.
-pub fn metric_requests(ds: &Dataset, opts: &OtlpOptions) -> Vec<Value> {
-    let mut cuda_calls = Metric::new(
-        "ingero.cuda.calls",
-        "{call}",
-        "CUDA API calls per aggregate bucket",
-        false,
-    );
-    let mut cuda_time = Metric::new(
-        "ingero.cuda.duration",
-        "ns",
-        "Time inside CUDA API calls",
-        false,
-    );
-    let mut cuda_bytes = Metric::new(
-        "ingero.cuda.bytes",
-        "By",
-        "Bytes copied or allocated by CUDA calls",
-        false,
-    );
-    let mut host_events = Metric::new(
-        "ingero.host.events",
-        "{event}",
-        "Kernel events (sched_switch, mm_page_alloc, fork...)",
-        false,
-    );
-    let mut host_time = Metric::new(
-        "ingero.host.duration",
-        "ns",
-        "Duration carried by kernel events (off-CPU time after sched_switch)",
-        false,
-    );
-    let mut host_bytes = Metric::new(
-        "ingero.host.bytes",
-        "By",
-        "Bytes covered by kernel events (page allocations)",
-        false,
-    );
-    let mut cpu = Metric::new(
-        "system.cpu.utilization",
-        "1",
-        "Busy CPU share of the traced host",
-        true,
-    );
-    let mut mem = Metric::new(
-        "system.memory.utilization",
-        "1",
-        "Used memory share of the traced host",
-        true,
-    );
-    let mut load = Metric::new(
-        "system.cpu.load_average.1m",
-        "{thread}",
-        "One-minute load average",
-        true,
-    );
+/// The metrics of one node.
+struct NodeMetrics {
+    cuda_calls: Metric,
+    cuda_time: Metric,
+    cuda_bytes: Metric,
+    host_events: Metric,
+    host_time: Metric,
+    host_bytes: Metric,
+    cpu: Metric,
+    mem: Metric,
+    load: Metric,
+}
 
+impl NodeMetrics {
+    fn new() -> NodeMetrics {
+        NodeMetrics {
+            cuda_calls: Metric::new("ingero.cuda.calls", "{call}", "CUDA API calls", false),
+            cuda_time: Metric::new(
+                "ingero.cuda.duration",
+                "ns",
+                "Time inside CUDA API calls",
+                false,
+            ),
+            cuda_bytes: Metric::new(
+                "ingero.cuda.bytes",
+                "By",
+                "Bytes copied or allocated by CUDA calls",
+                false,
+            ),
+            host_events: Metric::new(
+                "ingero.host.events",
+                "{event}",
+                "Kernel events (sched_switch, mm_page_alloc, fork...)",
+                false,
+            ),
+            host_time: Metric::new(
+                "ingero.host.duration",
+                "ns",
+                "Duration carried by kernel events (off-CPU time after sched_switch)",
+                false,
+            ),
+            host_bytes: Metric::new(
+                "ingero.host.bytes",
+                "By",
+                "Bytes covered by kernel events (page allocations)",
+                false,
+            ),
+            cpu: Metric::new(
+                "system.cpu.utilization",
+                "1",
+                "Busy CPU share of the traced host",
+                true,
+            ),
+            mem: Metric::new(
+                "system.memory.utilization",
+                "1",
+                "Used memory share of the traced host",
+                true,
+            ),
+            load: Metric::new(
+                "system.cpu.load_average.1m",
+                "{thread}",
+                "One-minute load average",
+                true,
+            ),
+        }
+    }
+
+    fn all(self) -> [Metric; 9] {
+        [
+            self.cuda_calls,
+            self.cuda_time,
+            self.cuda_bytes,
+            self.host_events,
+            self.host_time,
+            self.host_bytes,
+            self.cpu,
+            self.mem,
+            self.load,
+        ]
+    }
+}
+
+/// Builds the `/v1/metrics` request bodies, at most `opts.batch` data points
+/// each, one resource (node) per body.
+pub fn metric_requests(ds: &Dataset, who: &Identity, opts: &OtlpOptions) -> Vec<Value> {
     let bucket = ds.bucket_ns.max(1);
     // Sum aggregate rows that share a bucket, process and code.
-    let mut sums: BTreeMap<SumKey, (i64, i64, i64)> = BTreeMap::new();
+    let mut series: BTreeMap<SeriesKey, BTreeMap<i64, Totals>> = BTreeMap::new();
     for a in &ds.aggs {
         if ds
             .focus
@@ -124,78 +158,95 @@ pub fn metric_requests(ds: &Dataset, opts: &OtlpOptions) -> Vec<Value> {
         {
             continue;
         }
-        let e = sums
-            .entry((a.source == AggSource::Cuda, a.bucket_ns, a.pid, a.code))
+        let key = (
+            who.node_of(a.pid).to_string(),
+            a.source == AggSource::Cuda,
+            a.pid,
+            a.code,
+        );
+        let e = series
+            .entry(key)
+            .or_default()
+            .entry(a.bucket_ns)
             .or_default();
         e.0 += a.count;
         e.1 = e.1.saturating_add(a.sum_dur_ns);
         e.2 = e.2.saturating_add(a.sum_bytes);
     }
-    for ((is_cuda, b, pid, code), (count, dur, bytes)) in sums {
-        let point = |v: i64, what: Value| {
+    let mut nodes: BTreeMap<String, NodeMetrics> = BTreeMap::new();
+    for ((node, is_cuda, pid, code), buckets) in series {
+        let m = nodes.entry(node).or_insert_with(NodeMetrics::new);
+        let what = if is_cuda {
+            string("cuda.function", ds.op_name(code as u16))
+        } else {
+            string(
+                "event",
+                HostKind::from_id(code).map_or("unknown", |k| k.name()),
+            )
+        };
+        let mut attributes = vec![int("process.pid", pid as i64), what];
+        attributes.extend(who.ranks_of(pid).attributes());
+        let start = buckets.keys().next().copied().unwrap_or_default();
+        let point = |v: i64, b: i64| {
             json!({
-                "attributes": [int("process.pid", pid as i64), what],
-                "startTimeUnixNano": nanos(b),
+                "attributes": attributes,
+                "startTimeUnixNano": nanos(start),
                 "timeUnixNano": nanos(b + bucket),
                 "asInt": v.to_string(),
             })
         };
-        if is_cuda {
-            let op = || string("cuda.function", ds.op_name(code as u16));
-            cuda_calls.points.push(point(count, op()));
-            cuda_time.points.push(point(dur, op()));
-            if bytes > 0 {
-                cuda_bytes.points.push(point(bytes, op()));
-            }
+        let (calls, time, bytes) = if is_cuda {
+            (&mut m.cuda_calls, &mut m.cuda_time, &mut m.cuda_bytes)
         } else {
-            let name = HostKind::from_id(code).map_or("unknown", |k| k.name());
-            host_events.points.push(point(count, string("event", name)));
-            if dur > 0 {
-                host_time.points.push(point(dur, string("event", name)));
+            (&mut m.host_events, &mut m.host_time, &mut m.host_bytes)
+        };
+        let mut total: Totals = (0, 0, 0);
+        for (b, (count, dur, byte)) in buckets {
+            total.0 += count;
+            total.1 = total.1.saturating_add(dur);
+            total.2 = total.2.saturating_add(byte);
+            calls.points.push(point(total.0, b));
+            // Host events carry no duration or bytes of their own until one does.
+            if is_cuda || total.1 > 0 {
+                time.points.push(point(total.1, b));
             }
-            if bytes > 0 {
-                host_bytes.points.push(point(bytes, string("event", name)));
+            if total.2 > 0 {
+                bytes.points.push(point(total.2, b));
             }
         }
     }
+    let m = nodes
+        .entry(who.capture_node().to_string())
+        .or_insert_with(NodeMetrics::new);
     for s in &ds.snapshots {
         let gauge = |v: f64| json!({ "timeUnixNano": nanos(s.ts_ns), "asDouble": v });
-        cpu.points.push(gauge(s.cpu_pct / 100.0));
-        mem.points.push(gauge(s.mem_used_pct / 100.0));
-        load.points.push(gauge(s.load1));
+        m.cpu.points.push(gauge(s.cpu_pct / 100.0));
+        m.mem.points.push(gauge(s.mem_used_pct / 100.0));
+        m.load.points.push(gauge(s.load1));
     }
 
-    let metrics = [
-        cuda_calls,
-        cuda_time,
-        cuda_bytes,
-        host_events,
-        host_time,
-        host_bytes,
-        cpu,
-        mem,
-        load,
-    ];
-    let resource = super::resource(ds, opts);
     let batch = opts.batch.max(1);
     let mut requests = Vec::new();
-    let mut current: Vec<Value> = Vec::new();
-    let mut room = batch;
-    for m in &metrics {
-        let mut rest: &[Value] = &m.points;
-        while !rest.is_empty() {
-            let take = rest.len().min(room);
-            current.push(m.with_points(&rest[..take]));
-            rest = &rest[take..];
-            room -= take;
-            if room == 0 {
-                requests.push(wrap(&resource, std::mem::take(&mut current)));
-                room = batch;
+    for (node, metrics) in nodes {
+        let resource = super::resource(ds, opts, &node);
+        let mut current: Vec<Value> = Vec::new();
+        let mut room = batch;
+        for m in &metrics.all() {
+            let mut rest: &[Value] = &m.points;
+            while !rest.is_empty() {
+                let take = rest.len().min(room);
+                current.push(m.with_points(&rest[..take]));
+                rest = &rest[take..];
+                room -= take;
+                if room == 0 {
+                    requests.push(wrap(&resource, std::mem::take(&mut current)));
+                    room = batch;
+                }
             }
         }
-    }
-    if !current.is_empty() {
-        requests.push(wrap(&resource, current));
+        if !current.is_empty() {
+            requests.push(wrap(&resource, current));
+        }
     }
     requests
 }

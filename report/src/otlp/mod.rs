@@ -5,9 +5,13 @@
 
 pub mod attrs;
 pub mod http;
+pub mod identity;
 pub mod ids;
 pub mod metrics;
+pub mod proto;
 pub mod traces;
+
+pub use identity::{Identity, Ranks};
 
 use crate::error::{ReportError, Result};
 use ingero_tools::chains::ChainReport;
@@ -18,6 +22,28 @@ use std::time::Duration;
 
 /// The OTLP/HTTP port receivers listen on by default.
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:4318";
+
+/// How request bodies are encoded (the values of OpenTelemetry's
+/// `OTEL_EXPORTER_OTLP_PROTOCOL` for HTTP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// `http/json`: the protobuf JSON mapping, `application/json`.
+    #[default]
+    Json,
+    /// `http/protobuf`: binary protobuf, `application/x-protobuf` (the one
+    /// encoding every OTLP receiver takes).
+    Protobuf,
+}
+
+impl Protocol {
+    /// The HTTP `Content-Type` of its bodies.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Protocol::Json => "application/json",
+            Protocol::Protobuf => "application/x-protobuf",
+        }
+    }
+}
 
 /// Where and how to export.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +56,12 @@ pub struct OtlpOptions {
     pub batch: usize,
     /// Time allowed for each request.
     pub timeout: Duration,
+    /// Body encoding.
+    pub protocol: Protocol,
+    /// Send spans (to `/v1/traces`).
+    pub traces: bool,
+    /// Send metrics (to `/v1/metrics`); a metrics-only store takes no spans.
+    pub metrics: bool,
 }
 
 impl Default for OtlpOptions {
@@ -39,6 +71,9 @@ impl Default for OtlpOptions {
             service_name: "ingero".to_string(),
             batch: 2000,
             timeout: Duration::from_secs(10),
+            protocol: Protocol::Json,
+            traces: true,
+            metrics: true,
         }
     }
 }
@@ -85,17 +120,38 @@ pub fn urls(endpoint: &str) -> Result<(String, String)> {
     Ok((format!("{base}/v1/traces"), format!("{base}/v1/metrics")))
 }
 
-/// Sends the dataset's spans, then its metrics, to the receiver in `opts`.
-pub fn export(ds: &Dataset, chains: &ChainReport, opts: &OtlpOptions) -> Result<ExportSummary> {
+/// Sends the dataset's spans, then its metrics, to the receiver in `opts`,
+/// each resource naming the node and ranks `who` gives its processes.
+pub fn export(
+    ds: &Dataset,
+    chains: &ChainReport,
+    who: &Identity,
+    opts: &OtlpOptions,
+) -> Result<ExportSummary> {
     let (traces_url, metrics_url) = urls(&opts.endpoint)?;
-    let trace_bodies = traces::trace_requests(ds, chains, opts);
-    let metric_bodies = metrics::metric_requests(ds, opts);
+    let trace_bodies = if opts.traces {
+        traces::trace_requests(ds, chains, who, opts)
+    } else {
+        Vec::new()
+    };
+    let metric_bodies = if opts.metrics {
+        metrics::metric_requests(ds, who, opts)
+    } else {
+        Vec::new()
+    };
     let sender = http::Sender::new(opts.timeout);
+    let send = |url: &str, request: proto::Request, body: &Value| -> Result<()> {
+        let bytes = match opts.protocol {
+            Protocol::Json => serde_json::to_vec(body)?,
+            Protocol::Protobuf => proto::encode(request, body).map_err(ReportError::Protobuf)?,
+        };
+        sender.post(url, opts.protocol.content_type(), &bytes)
+    };
     for body in &trace_bodies {
-        sender.post(&traces_url, &serde_json::to_vec(body)?)?;
+        send(&traces_url, proto::Request::Traces, body)?;
     }
     for body in &metric_bodies {
-        sender.post(&metrics_url, &serde_json::to_vec(body)?)?;
+        send(&metrics_url, proto::Request::Metrics, body)?;
     }
     Ok(ExportSummary {
         spans: traces::span_count(&trace_bodies),
@@ -107,14 +163,15 @@ pub fn export(ds: &Dataset, chains: &ChainReport, opts: &OtlpOptions) -> Result<
     })
 }
 
-/// Resource attributes shared by every request.
-fn resource(ds: &Dataset, opts: &OtlpOptions) -> Vec<Value> {
+/// Resource attributes shared by every request of `node`.
+fn resource(ds: &Dataset, opts: &OtlpOptions, node: &str) -> Vec<Value> {
     let mut attrs = vec![
         attrs::string("service.name", opts.service_name.clone()),
         attrs::string("telemetry.sdk.name", "ingero"),
         attrs::string("telemetry.sdk.version", env!("CARGO_PKG_VERSION")),
         attrs::int("ingero.capture.start_ns", ds.span.start_ns),
     ];
+    attrs.extend(Identity::node_attributes(node));
     if !ds.gpu_model.is_empty() {
         attrs.push(attrs::string("ingero.gpu.model", ds.gpu_model.clone()));
     }

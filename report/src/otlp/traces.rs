@@ -1,11 +1,13 @@
 //! OTLP trace payloads: per GPU-driving process one trace whose root span
 //! covers its recorded activity, with a child span per raw CUDA call and per
 //! off-CPU interval of its GPU thread, and the causal chains as events on the
-//! root span of the process they hurt.
+//! root span of the process they hurt. Each process is one resource: its
+//! pid, name and command line, the node it ran on (`host.name`) and its
+//! ranks where known.
 
 use super::attrs::{double, int, nanos, string};
 use super::ids::{span_id, trace_id};
-use super::OtlpOptions;
+use super::{Identity, OtlpOptions};
 use ingero_store::HostKind;
 use ingero_tools::chains::ChainReport;
 use ingero_tools::dataset::Dataset;
@@ -19,7 +21,12 @@ const TAG_CALL: i64 = 2;
 const TAG_OFF_CPU: i64 = 3;
 
 /// Builds the `/v1/traces` request bodies, at most `opts.batch` spans each.
-pub fn trace_requests(ds: &Dataset, chains: &ChainReport, opts: &OtlpOptions) -> Vec<Value> {
+pub fn trace_requests(
+    ds: &Dataset,
+    chains: &ChainReport,
+    who: &Identity,
+    opts: &OtlpOptions,
+) -> Vec<Value> {
     let origin = ds.span.start_ns;
     let mut per_pid: BTreeMap<i32, Vec<Value>> = BTreeMap::new();
     let mut bounds: BTreeMap<i32, (i64, i64)> = BTreeMap::new();
@@ -39,7 +46,8 @@ pub fn trace_requests(ds: &Dataset, chains: &ChainReport, opts: &OtlpOptions) ->
             string("cuda.op_class", ds.op_class(c.op_id).as_str()),
             string(
                 "cuda.api",
-                op.map_or(ingero_store::CudaApi::Runtime, |o| o.api).as_str(),
+                op.map_or(ingero_store::CudaApi::Runtime, |o| o.api)
+                    .as_str(),
             ),
             int("thread.id", c.tid as i64),
         ];
@@ -124,8 +132,9 @@ pub fn trace_requests(ds: &Dataset, chains: &ChainReport, opts: &OtlpOptions) ->
             "events": events,
         });
         spans.insert(0, root);
-        let mut resource = super::resource(ds, opts);
+        let mut resource = super::resource(ds, opts, who.node_of(pid));
         resource.push(int("process.pid", pid as i64));
+        resource.extend(who.ranks_of(pid).attributes());
         if !comm.is_empty() {
             resource.push(string("process.executable.name", comm));
         }

@@ -3,7 +3,7 @@
 
 use crate::cli::report::into_cli;
 use anyhow::{Context, Result};
-use ingero_report::otlp::{self, OtlpOptions};
+use ingero_report::otlp::{self, Identity, OtlpOptions, Protocol};
 use ingero_report::perfetto;
 use ingero_store::{TimeWindow, TraceDb};
 use ingero_tools::chains::chains_of;
@@ -25,6 +25,26 @@ pub enum Format {
     Folded,
 }
 
+/// OTLP body encodings, named as `OTEL_EXPORTER_OTLP_PROTOCOL` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OtlpProtocol {
+    /// JSON (`application/json`).
+    #[value(name = "http/json")]
+    HttpJson,
+    /// Binary protobuf (`application/x-protobuf`), e.g. for VictoriaMetrics.
+    #[value(name = "http/protobuf")]
+    HttpProtobuf,
+}
+
+/// What an OTLP export sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Signal {
+    /// Spans, to /v1/traces.
+    Traces,
+    /// Metrics, to /v1/metrics.
+    Metrics,
+}
+
 /// Arguments of `ingero export`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -43,6 +63,22 @@ pub struct Args {
     /// service.name resource attribute (otlp).
     #[arg(long, default_value = "ingero")]
     service_name: String,
+    /// OTLP body encoding.
+    #[arg(long, value_enum, default_value = "http/json")]
+    protocol: OtlpProtocol,
+    /// OTLP signals to send (comma-separated); a metrics store takes
+    /// `--signals metrics`.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "traces,metrics"
+    )]
+    signals: Vec<Signal>,
+    /// Node name sent as host.name and service.instance.id (otlp), instead of
+    /// the capture's host name (and a merged file's per-process nodes).
+    #[arg(long, value_name = "NAME")]
+    node: Option<String>,
     /// Seconds allowed for each OTLP request.
     #[arg(long, default_value_t = 10)]
     timeout_s: u64,
@@ -80,8 +116,17 @@ pub fn run(args: Args) -> Result<()> {
         endpoint: args.endpoint.clone(),
         service_name: args.service_name.clone(),
         timeout: Duration::from_secs(args.timeout_s.max(1)),
+        protocol: match args.protocol {
+            OtlpProtocol::HttpJson => Protocol::Json,
+            OtlpProtocol::HttpProtobuf => Protocol::Protobuf,
+        },
+        traces: args.signals.contains(&Signal::Traces),
+        metrics: args.signals.contains(&Signal::Metrics),
         ..OtlpOptions::default()
     };
+    if args.node.as_deref().is_some_and(|n| n.trim().is_empty()) {
+        return Err(ToolError::BadArgument("--node needs a non-empty name".into()).into());
+    }
     if args.format == Format::Otlp {
         // Reject a malformed endpoint before reading the database.
         otlp::urls(&opts.endpoint).map_err(into_cli)?;
@@ -121,16 +166,24 @@ pub fn run(args: Args) -> Result<()> {
         }
         Format::Folded => {}
         Format::Otlp => {
-            let sent = otlp::export(&ds, &chains, &opts).map_err(into_cli)?;
-            println!(
-                "sent {} spans in {} requests to {} and {} metric points in {} requests to {}",
-                sent.spans,
-                sent.trace_requests,
-                sent.traces_url,
-                sent.data_points,
-                sent.metric_requests,
-                sent.metrics_url
-            );
+            let who = Identity::load(&db, args.node.as_deref()).map_err(into_cli)?;
+            let sent = otlp::export(&ds, &chains, &who, &opts).map_err(into_cli)?;
+            let mut parts = Vec::new();
+            if opts.traces {
+                parts.push(format!(
+                    "{} spans in {} requests to {}",
+                    sent.spans, sent.trace_requests, sent.traces_url
+                ));
+            }
+            if opts.metrics {
+                parts.push(format!(
+                    "{} metric points in {} requests to {}",
+                    sent.data_points, sent.metric_requests, sent.metrics_url
+                ));
+            }
+            let node = who.capture_node();
+            let node = if node.is_empty() { "(none)" } else { node };
+            println!("sent {} (node {node})", parts.join(" and "));
         }
     }
     Ok(())
