@@ -8,7 +8,13 @@
 //! event count and duration, per-function call counts, process count and
 //! system-sample count that SQL on that node's file gives.
 //!
-//! Without the engine the test skips with its reason; with
+//! No trace store in the registries reachable here keeps resource
+//! attributes, so the spans of the same two exports, in binary protobuf, go
+//! to `tests/fleet/otlp_sink.py`, which decodes them with the official
+//! OpenTelemetry protobuf bindings (`opentelemetry-proto`, in the Python
+//! that `INGERO_FLEET_PYTHON` names) and counts them per `host.name`.
+//!
+//! Without the engine (or that Python) a test skips with its reason; with
 //! `INGERO_FLEET_TESTS=require` (set by .ci/run) it fails instead.
 
 use ingero_store::TraceDb;
@@ -18,18 +24,63 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The engine binary, or why there is none.
-fn engine() -> Result<PathBuf, String> {
-    let path = std::env::var_os("INGERO_FLEET_ENGINE")
-        .ok_or("INGERO_FLEET_ENGINE is not set (tests/fleet/install-engine prints the path)")?;
+/// The file that environment variable `var` names, or why there is none.
+fn tool(var: &str, what: &str) -> Result<PathBuf, String> {
+    let path =
+        std::env::var_os(var).ok_or(format!("{var} is not set ({what}; .ci/run sets it)"))?;
     let path = PathBuf::from(path);
     if !path.is_file() {
-        return Err(format!(
-            "INGERO_FLEET_ENGINE={} is not a file",
-            path.display()
-        ));
+        return Err(format!("{var}={} is not a file", path.display()));
     }
     Ok(path)
+}
+
+/// `tool(var)`, or `None` after saying why the test skips; a panic when
+/// `INGERO_FLEET_TESTS=require`.
+fn tool_or_skip(var: &str, what: &str) -> Option<PathBuf> {
+    match tool(var, what) {
+        Ok(p) => Some(p),
+        Err(why) if std::env::var("INGERO_FLEET_TESTS").as_deref() == Ok("require") => {
+            panic!("INGERO_FLEET_TESTS=require but {why}")
+        }
+        Err(why) => {
+            eprintln!("skipping the fleet test: {why}");
+            None
+        }
+    }
+}
+
+/// The two nodes: name and capture.
+fn nodes() -> [(&'static str, PathBuf); 2] {
+    [
+        (
+            "node-a",
+            repo("investigations/pytorch-dataloader-starvation-h200.db"),
+        ),
+        (
+            "node-b",
+            repo("investigations/launch-storm-cpu-contention-h200.db"),
+        ),
+    ]
+}
+
+/// `ingero export --format otlp` of `db` as `node` in binary protobuf.
+fn export(db: &Path, node: &str, endpoint: &str, signals: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
+        .args(["export", "--format", "otlp", "--db"])
+        .arg(db)
+        .args(["--endpoint", endpoint])
+        .args(["--protocol", "http/protobuf", "--signals", signals])
+        .args(["--node", node])
+        .output()
+        .expect("run ingero export");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "export {node}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(&format!("(node {node})")), "{stdout}");
 }
 
 /// A running VictoriaMetrics on a loopback port, stopped on drop.
@@ -218,26 +269,13 @@ fn repo(rel: &str) -> PathBuf {
 
 #[test]
 fn two_nodes_in_one_victoriametrics() {
-    let bin = match engine() {
-        Ok(b) => b,
-        Err(why) if std::env::var("INGERO_FLEET_TESTS").as_deref() == Ok("require") => {
-            panic!("INGERO_FLEET_TESTS=require but no engine: {why}")
-        }
-        Err(why) => {
-            eprintln!("skipping the fleet test: {why}");
-            return;
-        }
+    let Some(bin) = tool_or_skip(
+        "INGERO_FLEET_ENGINE",
+        "the victoria-metrics binary tests/fleet/install-engine prints",
+    ) else {
+        return;
     };
-    let nodes = [
-        (
-            "node-a",
-            repo("investigations/pytorch-dataloader-starvation-h200.db"),
-        ),
-        (
-            "node-b",
-            repo("investigations/launch-storm-cpu-contention-h200.db"),
-        ),
-    ];
+    let nodes = nodes();
     let want: BTreeMap<&str, Expected> = nodes.iter().map(|(n, p)| (*n, expected(p))).collect();
     for (node, w) in &want {
         assert!(w.cuda_calls > 0 && w.snapshots > 0, "{node}: {w:?}");
@@ -249,21 +287,12 @@ fn two_nodes_in_one_victoriametrics() {
 
     let engine = Engine::start(&bin);
     for (node, path) in &nodes {
-        let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
-            .args(["export", "--format", "otlp", "--db"])
-            .arg(path)
-            .args(["--endpoint", &format!("{}/opentelemetry", engine.base)])
-            .args(["--protocol", "http/protobuf", "--signals", "metrics"])
-            .args(["--node", node])
-            .output()
-            .expect("run ingero export");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "export {node}: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
+        export(
+            path,
+            node,
+            &format!("{}/opentelemetry", engine.base),
+            "metrics",
         );
-        assert!(stdout.contains(&format!("(node {node})")), "{stdout}");
     }
     engine.flush();
 
@@ -369,5 +398,90 @@ fn two_nodes_in_one_victoriametrics() {
     for (l, _) in &ids {
         assert_eq!(l.get("service.instance.id"), l.get("host.name"), "{l:?}");
         assert_eq!(l.get("service.name").map(String::as_str), Some("ingero"));
+    }
+}
+
+/// The sink of `tests/fleet/otlp_sink.py`, stopped on drop.
+struct Sink {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        // Closing its stdin ends it; kill in case it hangs.
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn spans_of_two_nodes_decode_with_the_official_bindings() {
+    let Some(python) = tool_or_skip(
+        "INGERO_FLEET_PYTHON",
+        "a Python with the opentelemetry-proto package",
+    ) else {
+        return;
+    };
+    let mut child = Command::new(&python)
+        .arg(repo("tests/fleet/otlp_sink.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", python.display()));
+    let mut line = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+        .expect("port line");
+    let port: u16 = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("otlp_sink.py printed {line:?}, not a port"));
+    let sink = Sink {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+    };
+
+    let nodes = nodes();
+    for (node, path) in &nodes {
+        export(path, node, &sink.base, "traces");
+    }
+    let (status, body) = get(&format!("{}/counts", sink.base)).expect("counts");
+    assert_eq!(status, 200, "{body}");
+    let counts: Value = serde_json::from_str(&body).expect("JSON");
+    let seen: BTreeSet<&str> = counts
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(seen, BTreeSet::from(["node-a", "node-b"]), "{body}");
+    for (node, path) in &nodes {
+        let db = TraceDb::open(path).expect("open capture");
+        let (calls, pids): (i64, i64) = db
+            .conn()
+            .query_row(
+                "SELECT COUNT(*), COUNT(DISTINCT pid) FROM cuda_calls",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("cuda_calls");
+        let c = &counts[*node];
+        eprintln!("{node} spans: {c}; SQL: {calls} CUDA calls by {pids} processes");
+        assert_eq!(c["cuda_spans"], calls, "{node}: one span per CUDA call");
+        assert_eq!(c["pids"], pids, "{node}: one resource per process");
+        assert!(
+            c["spans"].as_i64() > Some(calls),
+            "{node}: roots and off-CPU too"
+        );
+        assert_eq!(c["bad"], 0, "{node}: 16-byte trace ids, 8-byte span ids");
     }
 }
