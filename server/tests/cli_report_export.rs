@@ -1,6 +1,6 @@
 //! `ingero report` and `ingero export` from the command line: files written,
-//! OTLP delivered, and exit codes 2 for bad input and 1 for an unreachable
-//! receiver.
+//! OTLP delivered (JSON or protobuf, with the node named), and exit codes 2
+//! for bad input and 1 for an unreachable receiver.
 
 #[path = "../../report/tests/common/receiver.rs"]
 mod receiver;
@@ -146,4 +146,41 @@ fn export_otlp_with_a_malformed_endpoint_is_bad_input() {
     ]);
     assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
     assert!(stderr(&run).contains("http://"));
+}
+
+#[test]
+fn export_otlp_names_the_node_and_sends_only_the_chosen_signals() {
+    let rx = receiver::Receiver::start(200);
+    let run = ingero(&[
+        "export",
+        "--format",
+        "otlp",
+        "--db",
+        &seed(),
+        "--endpoint",
+        &rx.endpoint,
+        "--node",
+        "edge-7",
+        "--protocol",
+        "http/protobuf",
+        "--signals",
+        "metrics",
+    ]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("(node edge-7)"));
+    let got = rx.received();
+    assert!(!got.is_empty());
+    for r in &got {
+        assert_eq!(r.path, "/v1/metrics");
+        assert_eq!(r.content_type, "application/x-protobuf");
+        // host.name and service.instance.id, as protobuf strings.
+        assert!(r.body.windows(6).filter(|w| w == b"edge-7").count() >= 2);
+    }
+}
+
+#[test]
+fn export_otlp_with_an_empty_node_is_bad_input() {
+    let run = ingero(&["export", "--format", "otlp", "--db", &seed(), "--node", " "]);
+    assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+    assert!(stderr(&run).contains("--node"));
 }
