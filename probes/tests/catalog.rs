@@ -72,8 +72,7 @@ fn every_catalogue_name_is_exported_by_the_h200_libraries() {
             CudaApi::Nccl => &nccl,
         };
         // The NCCL list has every exported nccl* name.
-        let matches =
-            op.api == CudaApi::Nccl || LISTED_PATTERN.iter().any(|p| op.name.contains(p));
+        let matches = op.api == CudaApi::Nccl || LISTED_PATTERN.iter().any(|p| op.name.contains(p));
         let excused = NOT_IN_LISTS.iter().any(|(n, _)| *n == op.name);
         if excused {
             // An exception only where the list could not have shown it.
