@@ -33,6 +33,8 @@ enum Command {
     Report(cli::report::Args),
     /// Export the trace as Perfetto/Chrome trace-event JSON or to an OTLP receiver.
     Export(cli::export::Args),
+    /// Merge the captures of several nodes or ranks into one file (clocks aligned, pids kept apart).
+    Merge(cli::merge::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -46,6 +48,7 @@ fn main() -> std::process::ExitCode {
         Command::Mcp(args) => cli::mcp::run(args),
         Command::Report(args) => cli::report::run(args),
         Command::Export(args) => cli::export::run(args),
+        Command::Merge(args) => cli::merge::run(args),
     };
     exit::report(result)
 }

@@ -57,6 +57,39 @@ pub enum StoreError {
     /// message quotes a long text only in part).
     #[error("bad duration {}: use a number with a unit, e.g. 30s, 5m, 1h, 250ms", crate::clip::clip_quoted(.0))]
     BadDuration(String),
+    /// `ingero merge` was given no input.
+    #[error("nothing to merge: give at least one trace database")]
+    MergeNoInputs,
+    /// The merge output exists already: a merge writes a new file and never
+    /// adds to or replaces one.
+    #[error("{0}: already exists; `ingero merge` writes a new file (give a path that does not exist, or remove it first)")]
+    MergeOutputExists(PathBuf),
+    /// A merge input written by Ingero (Go): only ingero-rs captures carry
+    /// the session, pid and clock columns a merge maps.
+    #[error("{0}: an Ingero (Go) database; `ingero merge` merges ingero-rs captures (record each node with `ingero trace`)")]
+    MergeForeign(PathBuf),
+    /// Merge inputs whose `aggregates` rows are of different widths: their
+    /// per-bucket totals cannot share one table.
+    #[error("{path}: aggregate buckets of {found} ns, but {first} has {expected} ns; merge captures recorded with the same bucket width", path = .path.display(), first = .first.display())]
+    MergeBucketMismatch {
+        /// The input that differs.
+        path: PathBuf,
+        /// Its bucket width, ns.
+        found: i64,
+        /// The first input.
+        first: PathBuf,
+        /// The first input's bucket width, ns.
+        expected: i64,
+    },
+    /// A merge input that cannot be placed in the output (its catalogue
+    /// disagrees with this build's, or no pid offset fits its pids).
+    #[error("{path}: cannot merge ({detail})", path = .path.display())]
+    MergeConflict {
+        /// The input.
+        path: PathBuf,
+        /// What is in the way.
+        detail: String,
+    },
     /// Any other SQLite failure while reading or writing.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

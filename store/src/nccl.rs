@@ -119,7 +119,12 @@ impl JobPlace {
             "MPI_LOCALRANKID",
             "SLURM_LOCALID",
         ];
-        const WORLD: &[&str] = &["WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"];
+        const WORLD: &[&str] = &[
+            "WORLD_SIZE",
+            "OMPI_COMM_WORLD_SIZE",
+            "PMI_SIZE",
+            "SLURM_NTASKS",
+        ];
         let vars: Vec<(&str, &str)> = vars.into_iter().collect();
         let first = |names: &[&str]| -> i32 {
             names

@@ -427,8 +427,6 @@ ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT
 /// shows them empty).
 pub const NCCL_TABLES_SQL: &str = nccl_tables_v7!();
 
-
-
 /// Columns added in schema version 6: a host row may stand for many events
 /// (page allocations coalesced in the kernel into runs).
 pub const PAGE_RUNS_SQL: &str = r#"

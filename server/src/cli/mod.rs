@@ -5,6 +5,7 @@ pub mod demo;
 pub mod explain;
 pub mod export;
 pub mod mcp;
+pub mod merge;
 pub mod query;
 pub mod report;
 pub mod trace;
