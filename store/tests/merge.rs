@@ -927,4 +927,23 @@ fn an_input_with_a_wal_and_no_writer_is_read_as_it_stands() {
         one(&output_conn(&out), "SELECT COUNT(*) FROM cuda_calls"),
         expected
     );
+
+    // The writer's own file, closed cleanly: write-ahead-log mode at rest
+    // (no -wal). It is read as it is, without SQLite's side files appearing.
+    let side = |suffix: &str| {
+        let mut name = live.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name).exists()
+    };
+    assert!(!side("-wal") && !side("-shm"));
+    let at_rest = dir.path().join("at-rest.db");
+    merge_into(&at_rest, &[MergeInput::new(&live, "n")]).expect("merge at rest");
+    assert!(
+        !side("-wal") && !side("-shm"),
+        "no side files next to the input"
+    );
+    assert_eq!(
+        one(&output_conn(&at_rest), "SELECT COUNT(*) FROM cuda_calls"),
+        expected
+    );
 }
