@@ -26,23 +26,12 @@ fn trace_rank(dir: &Path, standin: &Path, rank: i64, id: &str) -> Child {
     cmd.env("RANK", rank.to_string())
         .env("WORLD_SIZE", "2")
         .env("LOCAL_RANK", rank.to_string())
-        // No stack sampling: on a 2-CPU machine its symboliser, with two
-        // captures and two ranks, keeps a rank from running the moment its
-        // collective completes, and the offset estimate assumes the ranks
-        // see completion together (the limit docs/fleet.md states).
-        .args(["trace", "--quiet", "--stack-hz", "0", "--db"])
+        .args(["trace", "--quiet", "--db"])
         .arg(dir.join(format!("rank{rank}.db")))
         .arg("--")
         .arg(standin.join("nccl_rank"))
         .args(["--rank", &rank.to_string(), "--world", "2", "--id", id])
-        .args([
-            "--iters",
-            &ITERS.to_string(),
-            "--wait-ms",
-            "600",
-            "--step-ms",
-            "0",
-        ]);
+        .args(["--iters", &ITERS.to_string(), "--wait-ms", "600"]);
     if rank == 1 {
         cmd.env("INGERO_CLOCK_SKEW_NS", SKEW_NS.to_string())
             .args(["--sleep-ms", &SLEEP_MS.to_string()]);
@@ -106,19 +95,14 @@ fn merged_ranks_recover_the_clock_offset_and_name_the_straggler() {
         ),
         ITERS
     );
-    // On the merged clock the ranks leave most all-reduces together (within
-    // 1 ms; a rank kept off the CPU after one is late to return from it).
-    let together = one(
+    // The per-collective estimates agree (on 2 CPUs a rank often waits for
+    // a core after its collective completes: the wake-up, not the return,
+    // is its completion).
+    let spread = one(
         &conn,
-        "SELECT COUNT(*) FROM nccl_calls a \
-         JOIN nccl_calls b ON b.seq = a.seq AND b.op_id = a.op_id \
-         WHERE a.rank = 0 AND b.rank = 1 AND a.op_id = 201 \
-         AND ABS((a.ts_ns + a.dur_ns) - (b.ts_ns + b.dur_ns)) < 1000000",
+        "SELECT offset_spread_ns FROM merge_sources WHERE node = 'node-b'",
     );
-    assert!(
-        together * 10 >= ITERS * 8,
-        "{together} of {ITERS} ends within 1 ms"
-    );
+    assert!((0..1_000_000).contains(&spread), "spread {spread} ns");
     // The wait rank 1 imposed, from SQL: over the collectives it reached
     // last, its arrival minus rank 0's.
     let expected_wait = one(

@@ -20,9 +20,14 @@ pub struct Collective {
     pub arrive_ns: i64,
     /// Time inside the call.
     pub dur_ns: i64,
-    /// When the host saw the collective complete: the end of the first
-    /// synchronize of the calling thread after the call returned and before
-    /// its next collective, else the call's own return.
+    /// When the host saw the collective complete. The call that waited for
+    /// it is the collective itself when the thread blocked inside it (a
+    /// blocking collective), else the first synchronize of the thread after
+    /// the call returned and before its next collective (NCCL's usual
+    /// asynchronous collective); completion is the thread's last wake-up
+    /// inside that call (when the kernel made it runnable again, so time
+    /// spent waiting for a CPU afterwards does not count), else that call's
+    /// return, else the collective's own return.
     pub done_ns: i64,
     /// Calling thread.
     pub tid: i32,
@@ -118,12 +123,19 @@ pub fn members(db: &TraceDb) -> Result<Vec<Member>> {
         .map_err(q)?;
     let mut syncs = conn
         .prepare(
-            "SELECT c.tid, c.ts_ns, c.dur_ns FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id \
+            "SELECT c.tid, c.ts_ns, c.ts_ns + c.dur_ns FROM cuda_calls c \
+             JOIN cuda_ops o ON o.id = c.op_id \
              WHERE c.session_id = ?1 AND c.pid = ?2 AND o.class = 'sync' AND c.nested != 1 \
              ORDER BY c.tid, c.ts_ns",
         )
         .map_err(q)?;
-    let mut sync_cache: BTreeMap<(i64, i32), ThreadSyncs> = BTreeMap::new();
+    let mut wakeups = conn
+        .prepare(
+            "SELECT tid, ts_ns, ts_ns FROM host_events \
+             WHERE session_id = ?1 AND pid = ?2 AND kind = 2 ORDER BY tid, ts_ns",
+        )
+        .map_err(q)?;
+    let mut cache: BTreeMap<(i64, i32), (PerThread, PerThread)> = BTreeMap::new();
     for m in &mut out {
         let rows = calls
             .query_map(rusqlite::params![m.session_id, m.pid, m.comm], |r| {
@@ -141,38 +153,46 @@ pub fn members(db: &TraceDb) -> Result<Vec<Member>> {
         for c in rows {
             m.calls.push(c.map_err(q)?);
         }
-        if let std::collections::btree_map::Entry::Vacant(slot) =
-            sync_cache.entry((m.session_id, m.pid))
+        if let std::collections::btree_map::Entry::Vacant(slot) = cache.entry((m.session_id, m.pid))
         {
-            slot.insert(syncs_of(&mut syncs, m.session_id, m.pid).map_err(q)?);
+            slot.insert((
+                per_thread(&mut syncs, m.session_id, m.pid).map_err(q)?,
+                per_thread(&mut wakeups, m.session_id, m.pid).map_err(q)?,
+            ));
         }
+        let (syncs_by_tid, wakes_by_tid) = &cache[&(m.session_id, m.pid)];
         let empty = Vec::new();
-        let per_tid = &sync_cache[&(m.session_id, m.pid)];
         let n = m.calls.len();
         for i in 0..n {
             let c = m.calls[i];
             let end = c.arrive_ns + c.dur_ns;
             let next = m.calls.get(i + 1).map_or(i64::MAX, |x| x.arrive_ns);
-            let thread_syncs = per_tid.get(&c.tid).unwrap_or(&empty);
-            let first = thread_syncs.partition_point(|(ts, _)| *ts < end);
-            m.calls[i].done_ns = thread_syncs
-                .get(first)
-                .filter(|(ts, _)| *ts < next)
-                .map_or(end, |(_, e)| *e);
+            let syncs = syncs_by_tid.get(&c.tid).unwrap_or(&empty);
+            let wakes = wakes_by_tid.get(&c.tid).unwrap_or(&empty);
+            let woke_in = |a: i64, b: i64| {
+                let upto = wakes.partition_point(|(w, _)| *w <= b);
+                wakes[..upto].last().map(|(w, _)| *w).filter(|w| *w > a)
+            };
+            let first = syncs.partition_point(|(ts, _)| *ts < end);
+            let sync = syncs.get(first).filter(|(ts, _)| *ts < next);
+            m.calls[i].done_ns = woke_in(c.arrive_ns, end)
+                .or_else(|| sync.map(|(a, b)| woke_in(*a, *b).unwrap_or(*b)))
+                .unwrap_or(end);
         }
     }
     Ok(out)
 }
 
-/// Synchronize calls per thread, as `[start, end)` in time order.
-type ThreadSyncs = BTreeMap<i32, Vec<(i64, i64)>>;
+/// Intervals per thread, `(start, end)` in time order (synchronize calls;
+/// wake-ups as instants).
+type PerThread = BTreeMap<i32, Vec<(i64, i64)>>;
 
-fn syncs_of(
+fn per_thread(
     stmt: &mut rusqlite::Statement<'_>,
     session_id: i64,
     pid: i32,
-) -> rusqlite::Result<ThreadSyncs> {
-    let mut per_tid = ThreadSyncs::new();
+) -> rusqlite::Result<PerThread> {
+    let mut out = PerThread::new();
     let rows = stmt.query_map(rusqlite::params![session_id, pid], |r| {
         Ok((
             r.get::<_, i32>(0)?,
@@ -181,10 +201,10 @@ fn syncs_of(
         ))
     })?;
     for row in rows {
-        let (tid, ts, dur) = row?;
-        per_tid.entry(tid).or_default().push((ts, ts + dur));
+        let (tid, a, b) = row?;
+        out.entry(tid).or_default().push((a, b));
     }
-    Ok(per_tid)
+    Ok(out)
 }
 
 /// Pairs of collectives two members made as one: the same `seq` with the

@@ -1,7 +1,8 @@
 //! Clock offsets between capture files of one job, estimated from the data:
 //! the ranks of a communicator leave a collective together (none can finish
 //! before the last has arrived, and the data moves to all at once), so the
-//! moments each host saw the same collective complete differ by the offset
+//! moments each host saw the same collective complete (the waiting thread's
+//! wake-up, [`super::members::Collective::done_ns`]) differ by the offset
 //! between their clocks plus a little wake-up noise. The estimate is the
 //! median over every collective the two files share; its spread (median
 //! absolute deviation) says how far to trust it.
