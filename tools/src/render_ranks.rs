@@ -72,6 +72,20 @@ pub fn ranks_text(r: &RankReport) -> String {
         if !parts.is_empty() {
             let _ = writeln!(s, "      its thread while late: {}", parts.join(", "));
         }
+        if let Some(st) = &st.late_stacks {
+            let frames: Vec<String> = st
+                .frames
+                .iter()
+                .take(3)
+                .map(|f| format!("{} {} of {}", f.frame, f.samples, st.samples))
+                .collect();
+            let _ = writeln!(
+                s,
+                "      its {} stack samples while late, innermost own frame: {}",
+                st.kind.replace('_', "-"),
+                frames.join(", ")
+            );
+        }
     }
     if r.stragglers.is_empty() && !r.arrivals.is_empty() {
         s.push_str("  no straggler: no rank arrived last at most collectives by a median of 1 ms or more\n");

@@ -3,6 +3,7 @@
 //! clock stood ([`offsets`]), how the ranks arrived at their collectives and
 //! which one made the others wait ([`stragglers`]).
 
+pub mod late_stacks;
 pub mod members;
 pub mod offsets;
 pub mod stragglers;
@@ -57,7 +58,7 @@ impl RankReport {
 /// The rank report of a file, with the dataset loaded for its other analyses.
 pub fn rank_report(db: &TraceDb, ds: &Dataset) -> Result<RankReport> {
     let members = members::members(db)?;
-    let (arrivals, stragglers) = stragglers::judge(ds, &members);
+    let (arrivals, stragglers) = stragglers::judge(db, ds, &members)?;
     let clocks = merged_clocks(db)?;
     let mut basis = Vec::new();
     if !arrivals.is_empty() {

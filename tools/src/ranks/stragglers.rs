@@ -5,9 +5,12 @@
 //! arrival to the last arrival, whether inside the call (a blocking
 //! collective) or in the next synchronize (NCCL's usual asynchronous one).
 
+use super::late_stacks::{late_stacks, LateStacks};
 use super::members::{paired, Collective, Member};
 use crate::dataset::Dataset;
+use crate::error::Result;
 use crate::idle::thread_time_in;
+use ingero_store::TraceDb;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -18,6 +21,9 @@ pub const LAST_SHARE: f64 = 0.5;
 pub const MIN_LATENESS_NS: i64 = 1_000_000;
 /// Fewest matched collectives the rule judges.
 pub const MIN_COLLECTIVES: usize = 3;
+/// Fewest stack samples in the late windows for their hottest frame to be
+/// named.
+pub const MIN_STACK_SAMPLES: i64 = 5;
 
 /// One part of what the late rank's thread did while the others waited.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -76,6 +82,8 @@ pub struct Straggler {
     /// What its collective-calling thread did during the late windows,
     /// largest first.
     pub during_late: Vec<LatePart>,
+    /// Its thread's stack samples inside the late windows, where kept.
+    pub late_stacks: Option<LateStacks>,
     /// The finding in words, naming a cause only where the states show one.
     pub summary: String,
 }
@@ -108,7 +116,11 @@ pub struct RankArrivals {
 
 /// Arrival figures and stragglers of every communicator seen by more than
 /// one rank in the file.
-pub fn judge(ds: &Dataset, members: &[Member]) -> (Vec<RankArrivals>, Vec<Straggler>) {
+pub fn judge(
+    db: &TraceDb,
+    ds: &Dataset,
+    members: &[Member],
+) -> Result<(Vec<RankArrivals>, Vec<Straggler>)> {
     let mut by_key: BTreeMap<i64, Vec<&Member>> = BTreeMap::new();
     for m in members {
         by_key.entry(m.key).or_default().push(m);
@@ -152,6 +164,7 @@ pub fn judge(ds: &Dataset, members: &[Member]) -> (Vec<RankArrivals>, Vec<Stragg
                 continue;
             }
             found.push(straggler(
+                db,
                 ds,
                 key,
                 &group,
@@ -160,10 +173,10 @@ pub fn judge(ds: &Dataset, members: &[Member]) -> (Vec<RankArrivals>, Vec<Stragg
                 &rounds,
                 &late,
                 median_late,
-            ));
+            )?);
         }
     }
-    (table, found)
+    Ok((table, found))
 }
 
 /// One collective as every rank of the group made it.
@@ -214,6 +227,7 @@ fn rounds<'a>(group: &[&'a Member]) -> Vec<Round<'a>> {
 
 #[allow(clippy::too_many_arguments)]
 fn straggler(
+    db: &TraceDb,
     ds: &Dataset,
     key: i64,
     group: &[&Member],
@@ -222,7 +236,7 @@ fn straggler(
     rounds: &[Round],
     late: &[&Round],
     median_late: i64,
-) -> Straggler {
+) -> Result<Straggler> {
     let windows: Vec<(i64, i64)> = late
         .iter()
         .map(|r| {
@@ -261,6 +275,9 @@ fn straggler(
         })
         .collect();
     let wait_imposed_ns = waits.iter().map(|w| w.wait_ns).sum();
+    let mut sorted = windows.clone();
+    sorted.sort_unstable();
+    let stacks = late_stacks(db, m.pid, tid, &sorted)?;
     let summary = summary_of(
         m,
         rounds.len(),
@@ -269,8 +286,9 @@ fn straggler(
         late_ns,
         &during,
         wait_imposed_ns,
+        stacks.as_ref(),
     );
-    Straggler {
+    Ok(Straggler {
         who: m.label(),
         rank: m.rank,
         node: m.node.clone(),
@@ -284,10 +302,12 @@ fn straggler(
         waits,
         wait_imposed_ns,
         during_late: during,
+        late_stacks: stacks,
         summary,
-    }
+    })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn summary_of(
     m: &Member,
     matched: usize,
@@ -296,6 +316,7 @@ fn summary_of(
     late_ns: i64,
     during: &[LatePart],
     imposed: i64,
+    stacks: Option<&LateStacks>,
 ) -> String {
     let ms = |ns: i64| format!("{:.1} ms", ns as f64 / 1e6);
     let mut s = format!(
@@ -307,7 +328,27 @@ fn summary_of(
     );
     match during.first() {
         Some(top) if top.share >= 0.5 => {
+            let hot = stacks
+                .filter(|st| st.samples >= MIN_STACK_SAMPLES)
+                .and_then(|st| {
+                    st.frames
+                        .first()
+                        .filter(|f| f.share >= 0.5)
+                        .map(|f| (st, f))
+                });
+            let where_ =
+                hot.map(|(st, f)| {
+                    format!(
+                    "its hottest frame there was {} ({} of {} {} stack samples in those windows): \
+                     that is where the late time went",
+                    f.frame,
+                    f.samples,
+                    st.samples,
+                    if st.kind == "python" { "Python" } else { "on-CPU" }
+                )
+                });
             let why = match top.state.as_str() {
+                "on-CPU outside CUDA" if where_.is_some() => where_.as_deref().unwrap_or_default(),
                 "on-CPU outside CUDA" => {
                     "cause not identified: on-CPU stacks of this rank would tell what it computed"
                 }
