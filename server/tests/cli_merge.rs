@@ -220,7 +220,7 @@ fn refusals_exit_2_with_one_line_and_write_nothing() {
         (
             vec![&fresh, &nccl],
             vec!["--node", "a", "--node", "b"],
-            "--node given 2 times for 1 inputs",
+            "2 node names for 1 inputs",
         ),
         (
             vec![&fresh, &nccl],

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -50,7 +51,7 @@ ANALYSIS_TOOLS = [
     "get_rank_report",
 ]
 READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["run_sql", "list_databases", "open_database", "get_trace_status", "list_gpu_processes"]
-ALL_TOOLS = READ_ONLY_TOOLS + ["start_trace", "stop_trace"]
+ALL_TOOLS = READ_ONLY_TOOLS + ["start_trace", "stop_trace", "merge_databases"]
 PROMPTS = ["investigate", "compare_runs", "explain_chain"]
 TOKEN = "test-token-0123456789"
 
@@ -602,6 +603,47 @@ async def run_bundled(binary: str, tmp: Path) -> None:
     C.ok("bundled: cached in XDG_CACHE_HOME/ingero", (cache / "ingero/pytorch-dataloader-starvation-h200.db").exists(), list(cache.rglob("*")))
 
 
+async def run_merge(binary: str, tmp: Path) -> None:
+    """merge_databases: refused without --allow-capture; with it, two node
+    databases (the H200 NCCL capture twice) merged into a new file of the
+    allowed folder, whose rank report sees both ranks on one clock."""
+    nccl = REPO / "investigations/nccl-ws1-h200.db"
+    mdir = tmp / "merge"
+    mdir.mkdir()
+    for name in ("node-a.db", "node-b.db"):
+        shutil.copy(nccl, mdir / name)
+    plain = StdioServerParameters(command=binary, args=["mcp", "--db", str(mdir / "node-a.db")])
+    async with Client(plain, mode="legacy") as c:
+        await expect_tool_error(c, "merge: refused without --allow-capture", "merge_databases",
+                                {"inputs": ["node-a.db", "node-b.db"]}, r"--allow-capture")
+    params = StdioServerParameters(command=binary, args=["mcp", "--db", str(mdir / "node-a.db"), "--allow-capture"])
+    async with Client(params, mode="legacy") as c:
+        await expect_tool_error(c, "merge: one input refused", "merge_databases", {"inputs": ["node-a.db"]}, r"at least two")
+        await expect_tool_error(c, "merge: path output refused", "merge_databases",
+                                {"inputs": ["node-a.db", "node-b.db"], "output": "../x.db"}, r"plain file name")
+        r = await c.call_tool("merge_databases", {"inputs": ["node-a.db", "node-b.db"], "output": "job.db",
+                                                  "nodes": ["a", "b"]})
+        sc = r.structured_content or {}
+        ins = sc.get("inputs", [])
+        C.ok("merge: new database in the allowed folder", not r.is_error and (mdir / "job.db").exists(), text_of(r)[:300])
+        # The same file twice: every one of its 241 numbered collectives matches, offset 0.
+        src = sqlite3.connect(nccl)
+        numbered = src.execute("SELECT COUNT(*) FROM nccl_calls n JOIN cuda_ops o ON o.id = n.op_id "
+                               "WHERE o.class = 'collective' AND n.seq >= 0").fetchone()[0]
+        src.close()
+        C.ok("merge: offsets from the matched collectives",
+             len(ins) == 2 and ins[1].get("clock_offset_ns") == 0 and ins[1].get("matched") == numbered
+             and [i.get("node") for i in ins] == ["a", "b"], ins)
+        await expect_tool_error(c, "merge: existing output refused", "merge_databases",
+                                {"inputs": ["node-a.db", "node-b.db"], "output": "job.db"}, r"already exists")
+        r = await c.call_tool("get_rank_report", {"db": "job.db"})
+        rep = r.structured_content or {}
+        arrivals = rep.get("arrivals", [])
+        C.ok("merge: rank report over the merged file",
+             not r.is_error and len(rep.get("clocks", [])) == 2 and len(arrivals) == 2
+             and {a.get("node") for a in arrivals} == {"a", "b"}, text_of(r)[:500])
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -619,6 +661,7 @@ async def main() -> int:
                 ("stdio 2026-07-28", lambda: run_stdio(binary, lib, seed_copy, demo, "auto")),
                 ("capture enabled", lambda: run_capture_enabled(binary, seed_copy, tmp)),
                 ("bundled database", lambda: run_bundled(binary, tmp)),
+                ("merge databases", lambda: run_merge(binary, tmp)),
             ]
         if a.only in (None, "http"):
             steps += [("http", lambda: run_http(binary, lib, seed_copy, demo))]

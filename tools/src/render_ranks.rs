@@ -8,6 +8,13 @@ use std::fmt::Write;
 /// The "Ranks" section of `explain`.
 pub fn ranks_text(r: &RankReport) -> String {
     let mut s = String::from("Ranks\n");
+    if r.is_empty() {
+        s.push_str(
+            "  no NCCL communicator recorded in this file: no ranks to compare (a capture of a \
+             job that uses NCCL, or `ingero merge` of its nodes' captures, has them)\n",
+        );
+        return s;
+    }
     for c in &r.clocks {
         let _ = writeln!(
             s,

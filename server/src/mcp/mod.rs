@@ -18,6 +18,7 @@ mod error_text;
 pub mod http;
 mod http_conn;
 mod http_edge;
+mod merge_tool;
 pub mod prompts;
 mod readable;
 mod schema;

@@ -21,7 +21,8 @@ impl IngeroMcp {
         let mut router = Self::analysis_router()
             + Self::sql_router()
             + Self::databases_router()
-            + Self::capture_router();
+            + Self::capture_router()
+            + Self::merge_router();
         for route in router.map.values_mut() {
             make_portable(&mut route.attr);
         }

@@ -6,12 +6,14 @@
 pub mod late_stacks;
 pub mod members;
 pub mod offsets;
+pub mod plan;
 pub mod stragglers;
 
 use crate::dataset::Dataset;
 use crate::error::Result;
 use ingero_store::TraceDb;
 pub use offsets::{estimate_offsets, OffsetEstimate};
+pub use plan::{plan_merge, MergePlan};
 use serde::Serialize;
 pub use stragglers::{RankArrivals, Straggler};
 

@@ -6,7 +6,7 @@
 
 mod ending;
 pub mod limits;
-mod output;
+pub(crate) mod output;
 pub mod processes;
 pub mod request;
 pub mod view;
