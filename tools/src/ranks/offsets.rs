@@ -145,3 +145,73 @@ mod tests {
         assert_eq!(median_of(&mut []), 0);
     }
 }
+
+#[cfg(test)]
+mod estimate_tests {
+    use super::*;
+    use crate::ranks::members::Collective;
+
+    /// A member whose collective `k` completes at `done(k)` on its clock.
+    fn member(key: i64, rank: i32, done: impl Fn(i64) -> i64, n: i64) -> Member {
+        Member {
+            session_id: 1,
+            pid: 100 + rank,
+            comm: 7,
+            key,
+            comm_rank: rank,
+            nranks: 2,
+            rank,
+            node: String::new(),
+            calls: (0..n)
+                .map(|k| Collective {
+                    seq: k,
+                    op_id: 201,
+                    count: 1024,
+                    arrive_ns: done(k) - 1_000,
+                    dur_ns: 1_000,
+                    done_ns: done(k),
+                    tid: 100 + rank,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_offset_is_the_median_completion_difference() {
+        let step = 10_000_000;
+        let a = vec![member(5, 0, |k| k * step, 20)];
+        // Clock b runs 3.25 ms ahead; completions jitter by up to 40 us,
+        // and two collectives are 2 ms late on b (outliers the median ignores).
+        let b = vec![member(
+            5,
+            1,
+            |k| {
+                k * step
+                    + 3_250_000
+                    + (k % 5) * 10_000
+                    + if k == 3 || k == 9 { 2_000_000 } else { 0 }
+            },
+            20,
+        )];
+        let (offset, spread, n) = between(&a, &b).expect("estimate");
+        assert_eq!(n, 20);
+        assert!((offset - 3_270_000).abs() <= 10_000, "{offset}");
+        assert!(spread <= 20_000, "{spread}");
+    }
+
+    #[test]
+    fn other_communicators_and_too_few_collectives_give_nothing() {
+        let a = vec![member(5, 0, |k| k, 10)];
+        assert!(between(&a, &[member(6, 1, |k| k, 10)]).is_none());
+        assert!(between(&a, &[member(5, 1, |k| k, 2)]).is_none());
+    }
+
+    #[test]
+    fn a_mismatched_collective_is_not_paired() {
+        let a = member(5, 0, |k| k * 1_000, 4);
+        let mut b = member(5, 1, |k| k * 1_000 + 50, 4);
+        b.calls[2].count = 2048;
+        let (pairs, mismatched) = paired(&a, &b);
+        assert_eq!((pairs.len(), mismatched), (3, 1));
+    }
+}
