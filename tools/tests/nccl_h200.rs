@@ -57,6 +57,28 @@ fn every_collective_of_the_job_is_recorded_with_its_size() {
         ),
         201 * 1000 + 200
     );
+    // The inner ncclBroadcast is not numbered again: 241 numbered
+    // collectives, the job's own.
+    assert_eq!(
+        one(
+            &db,
+            "SELECT COUNT(*) * 1000 + COUNT(DISTINCT seq) FROM nccl_calls WHERE seq >= 0"
+        ),
+        241 * 1000 + 241
+    );
+    assert_eq!(
+        one(&db, "SELECT COUNT(*) FROM nccl_calls WHERE op_id = 202 AND seq = -1"),
+        20
+    );
+    // The rank of the process, from its communicator (the script set RANK
+    // after start, so the environment the kernel shows did not have it).
+    assert_eq!(
+        one(
+            &db,
+            "SELECT COUNT(*) FROM processes WHERE rank = 0 AND world_size = 1"
+        ),
+        1
+    );
     // One communicator of one rank, made and destroyed.
     assert_eq!(
         one(
