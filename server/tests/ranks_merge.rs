@@ -154,3 +154,86 @@ fn merged_ranks_recover_the_clock_offset_and_name_the_straggler() {
     assert!(text.contains("[STRAGGLER] rank 1 (node-b"), "{text}");
     assert!(text.contains("clock of node-b"), "{text}");
 }
+
+/// A node's ranks in one capture (no merge): three stand-in ranks started
+/// by one shell, rank 2 asleep before each all-reduce.
+#[test]
+fn one_capture_of_three_ranks_names_the_slow_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let standin = dir.path().join("standin");
+    build_standins(&standin);
+    let id = format!("three-{}", std::process::id());
+    let rank = |r: i64, extra: &str| {
+        format!(
+            "RANK={r} WORLD_SIZE=3 {} --rank {r} --world 3 --id {id} --iters {ITERS} \
+             --wait-ms 600 {extra}",
+            standin.join("nccl_rank").display()
+        )
+    };
+    let script = format!(
+        "{} & {} & {}; wait",
+        rank(0, ""),
+        rank(1, ""),
+        rank(2, &format!("--sleep-ms {SLEEP_MS}"))
+    );
+    let db = dir.path().join("node.db");
+    let status = ingero()
+        .args(["trace", "--quiet", "--db"])
+        .arg(&db)
+        .args(["--", "sh", "-c", &script])
+        .status()
+        .expect("run ingero trace");
+    assert!(status.success(), "trace failed (run as root)");
+
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    // From SQL: rank 0's wait for rank 2 over the all-reduces rank 2
+    // reached after both others.
+    let expected = one(
+        &conn,
+        "WITH c AS (SELECT n.seq, p.rank, n.ts_ns FROM nccl_calls n JOIN processes p \
+         ON p.session_id = n.session_id AND p.pid = n.pid WHERE n.op_id = 201 AND n.seq >= 0) \
+         SELECT SUM(c2.ts_ns - c0.ts_ns) FROM c c0 \
+         JOIN c c1 ON c1.seq = c0.seq AND c1.rank = 1 \
+         JOIN c c2 ON c2.seq = c0.seq AND c2.rank = 2 \
+         WHERE c0.rank = 0 AND c2.ts_ns > c0.ts_ns AND c2.ts_ns > c1.ts_ns",
+    );
+    drop(conn);
+    let out = ingero()
+        .args(["explain", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .expect("run ingero explain");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let ranks = &v["ranks"];
+    assert_eq!(
+        ranks["arrivals"].as_array().map(Vec::len),
+        Some(3),
+        "{ranks}"
+    );
+    let stragglers = ranks["stragglers"].as_array().expect("stragglers");
+    assert_eq!(stragglers.len(), 1, "{stragglers:?}");
+    let s = &stragglers[0];
+    assert_eq!(s["rank"], 2);
+    assert_eq!(s["ranks_seen"], 3);
+    assert_eq!(
+        s["during_late"][0]["state"], "off-CPU: blocked (I/O, locks, sleep)",
+        "{s}"
+    );
+    let on_rank0 = s["waits"]
+        .as_array()
+        .and_then(|w| {
+            w.iter()
+                .find(|x| x["who"].as_str().is_some_and(|t| t.starts_with("rank 0")))
+        })
+        .expect("rank 0's wait");
+    assert_eq!(on_rank0["wait_ns"].as_i64(), Some(expected), "{s}");
+    assert!(
+        expected >= ITERS * SLEEP_MS * 1_000_000 * 8 / 10,
+        "{expected}"
+    );
+}

@@ -67,7 +67,10 @@ fn every_collective_of_the_job_is_recorded_with_its_size() {
         241 * 1000 + 241
     );
     assert_eq!(
-        one(&db, "SELECT COUNT(*) FROM nccl_calls WHERE op_id = 202 AND seq = -1"),
+        one(
+            &db,
+            "SELECT COUNT(*) FROM nccl_calls WHERE op_id = 202 AND seq = -1"
+        ),
         20
     );
     // The rank of the process, from its communicator (the script set RANK
