@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::build_standins;
+use common::{build_standins, explain_json};
 use std::path::Path;
 use std::process::{Child, Command};
 
@@ -118,17 +118,7 @@ fn merged_ranks_recover_the_clock_offset_and_name_the_straggler() {
     );
     drop(conn);
 
-    let out = ingero()
-        .args(["explain", "--json", "--db"])
-        .arg(&merged)
-        .output()
-        .expect("run ingero explain");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = explain_json(&merged);
     let stragglers = v["ranks"]["stragglers"].as_array().expect("stragglers");
     assert_eq!(stragglers.len(), 1, "{stragglers:?}");
     let s = &stragglers[0];
@@ -198,17 +188,7 @@ fn one_capture_of_three_ranks_names_the_slow_one() {
          WHERE c0.rank = 0 AND c2.ts_ns > c0.ts_ns AND c2.ts_ns > c1.ts_ns",
     );
     drop(conn);
-    let out = ingero()
-        .args(["explain", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .expect("run ingero explain");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = explain_json(&db);
     let ranks = &v["ranks"];
     assert_eq!(
         ranks["arrivals"].as_array().map(Vec::len),

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::build_standins;
+use common::{build_standins, explain_json};
 use std::process::Command;
 
 fn ingero() -> Command {
@@ -42,17 +42,7 @@ fn explain_names_cpu_contention_in_a_real_capture() {
         .expect("losses");
     assert_eq!(lost, 0, "records dropped in the kernel");
     drop(conn);
-    let out = ingero()
-        .args(["explain", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .expect("run ingero explain");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v = explain_json(&db);
     let top = &v["chains"]["chains"][0];
     let cause = top["cause"].as_str().unwrap_or_default();
     assert!(

@@ -1,5 +1,5 @@
 //! `merge_into` on the committed H200 captures: a schema-7 NCCL job
-//! (nccl-ws1-h200.db) and two schema-1 files (the DataLoader starvation and
+//! (nccl-ws1-h200-first.db, the first recording of the world-size-1 job) and two schema-1 files (the DataLoader starvation and
 //! launch-storm benchmarks). Every expectation is computed with SQL on the
 //! input files themselves, never taken from the merge's own summary.
 
@@ -11,7 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const NCCL: &str = "investigations/nccl-ws1-h200.db";
+const NCCL: &str = "investigations/nccl-ws1-h200-first.db";
 const LOADER: &str = "investigations/pytorch-dataloader-starvation-h200.db";
 const STORM: &str = "investigations/launch-storm-cpu-contention-h200.db";
 const GO_FILE: &str = "tests/data/ingero-investigations/sample-gpu-node-01.db";
@@ -814,7 +814,9 @@ fn different_bucket_widths_are_refused() {
         "{err:?}"
     );
     assert!(
-        msg.contains("minute.db") && msg.contains("nccl-ws1-h200.db") && msg.contains("bucket"),
+        msg.contains("minute.db")
+            && msg.contains("nccl-ws1-h200-first.db")
+            && msg.contains("bucket"),
         "{msg}"
     );
     assert!(!out.exists(), "nothing written");

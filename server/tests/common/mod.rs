@@ -16,3 +16,20 @@ pub fn build_standins(out: &Path) -> PathBuf {
     assert!(status.success(), "building the stand-in libraries failed");
     out.join("workload")
 }
+
+/// `ingero explain --json --db DB`, parsed; panics with its stderr when it
+/// fails. (Not every test binary that shares this module calls it.)
+#[allow(dead_code)]
+pub fn explain_json(db: &Path) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
+        .args(["explain", "--json", "--db"])
+        .arg(db)
+        .output()
+        .expect("run ingero explain");
+    assert!(
+        out.status.success(),
+        "explain failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("explain --json prints JSON")
+}
