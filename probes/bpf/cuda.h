@@ -30,17 +30,40 @@ struct call_val {
  * driver call it makes are two; deeper nesting is counted as LOSS_CALL_MAP. */
 #define CALL_SLOTS 4
 
+/* Untimed launches of one thread not yet sent (sampled launch timing): sent
+ * as one rec_launch_run when the thread makes any other probed call (a timed
+ * launch among them), when the function, the stream or a gap of more than
+ * LAUNCH_RUN_GAP_NS breaks the run, when the thread exits, or read from the
+ * table at the stop. */
+struct launch_run {
+	u64 first_ts;
+	u64 last_ts;
+	u64 stream;
+	u64 threads;
+	u32 n;
+	u32 small;
+	u32 op;
+	u32 pad;
+};
+
+/* A gap after which an untimed launch starts a new run: the activity spans'
+ * burst gap (store/src/activity.rs), so a run never spans an idle stretch. */
+#define LAUNCH_RUN_GAP_NS 1000000ULL
+/* A launch of at most this many threads is small (schema.rs SMALL_LAUNCH_THREADS). */
+#define SMALL_LAUNCH_THREADS 65536ULL
+
 /* The probed calls a thread is inside, innermost last. */
 struct thread_calls {
 	u32 depth;    /* slots in use, 0..CALL_SLOTS */
 	u32 launches; /* outer driver launches seen under sampled timing */
 	u64 est_ns;   /* recent mean duration of its timed outer driver launches */
+	struct launch_run run;
 	struct call_val slot[CALL_SLOTS];
 };
 
 /* Sampled launch timing (set by the loader): 0 or 1 = every call timed;
  * N > 1 = time one outer driver launch in N per thread (the others are
- * recorded at entry with an estimated duration, REC_CUDA_DUR_ESTIMATED). */
+ * counted at entry into runs, each with an estimated duration: rec_launch_run). */
 const volatile u32 cfg_launch_sample = 0;
 
 /*
@@ -59,6 +82,15 @@ struct {
 	__type(key, u32);
 	__type(value, struct thread_calls);
 } threads SEC(".maps");
+
+/* One all-zero thread table, never written: what a thread's entry starts
+ * from (a thread_calls is too large to build on the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct thread_calls);
+} empty_thread SEC(".maps");
 
 /*
  * Launches by level, per CPU: [0] runtime launches entered (cudaLaunchKernel
@@ -145,6 +177,74 @@ static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
 	submit(e);
 }
 
+/* Sends thread `tid`'s pending run of untimed launches, if any. */
+static __always_inline void flush_run(struct thread_calls *t, u32 pid, u32 tid)
+{
+	if (t->run.n == 0)
+		return;
+	struct rec_launch_run *e = reserve(sizeof(*e));
+	if (e) {
+		e->rec = REC_LAUNCH_RUN;
+		e->op = (u16)t->run.op;
+		e->cpu = (u16)bpf_get_smp_processor_id();
+		e->pid = pid;
+		e->tid = tid;
+		e->ts = t->run.first_ts;
+		e->last_ts = t->run.last_ts;
+		e->est_ns = t->est_ns;
+		e->stream = t->run.stream;
+		e->threads = t->run.threads;
+		e->count = t->run.n;
+		e->small = t->run.small;
+		submit(e);
+	}
+	t->run.n = 0;
+}
+
+/* n x d for a 32-bit factor d, saturating: exact while n < 2^32 (no
+ * division, which the BPF back end would turn into a 128-bit libcall). */
+static __always_inline u64 mul_dim(u64 n, u32 d)
+{
+	if (d == 1 || n == 0)
+		return n;
+	if (n >= (1ULL << 32))
+		return d == 0 ? 0 : ~0ULL;
+	return n * d;
+}
+
+/* Threads a launch starts (grid x block), saturating; 0 when unknown. */
+static __always_inline u64 launch_threads(struct call_val *v)
+{
+	u64 n = 1;
+	for (int i = 0; i < 3; i++)
+		n = mul_dim(n, v->block[i]);
+	for (int i = 0; i < 3; i++)
+		n = mul_dim(n, v->grid[i]);
+	return n;
+}
+
+/* Adds an untimed launch entered at `now` to the thread's run. */
+static __always_inline void add_to_run(struct thread_calls *t, u32 pid, u32 tid, u32 op,
+				       struct call_val *v, u64 now)
+{
+	struct launch_run *r = &t->run;
+	if (r->n && (r->op != op || r->stream != v->stream || now - r->last_ts > LAUNCH_RUN_GAP_NS))
+		flush_run(t, pid, tid);
+	if (r->n == 0) {
+		r->first_ts = now;
+		r->op = op;
+		r->stream = v->stream;
+		r->threads = 0;
+		r->small = 0;
+	}
+	u64 th = launch_threads(v);
+	r->n += 1;
+	r->last_ts = now;
+	r->threads = r->threads + th < r->threads ? ~0ULL : r->threads + th;
+	if (th > 0 && th <= SMALL_LAUNCH_THREADS)
+		r->small += 1;
+}
+
 /* A driver-API kernel launch (cuLaunchKernel and its variants). */
 static __always_inline int is_driver_launch(u32 op)
 {
@@ -205,8 +305,13 @@ static __always_inline struct thread_calls *thread_calls_of(u32 tid)
 	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
 	if (t)
 		return t;
-	struct thread_calls fresh = {};
-	bpf_map_update_elem(&threads, &tid, &fresh, BPF_NOEXIST);
+	u32 zero = 0;
+	struct thread_calls *fresh = bpf_map_lookup_elem(&empty_thread, &zero);
+	if (!fresh) {
+		count_loss(LOSS_CALL_MAP);
+		return 0;
+	}
+	bpf_map_update_elem(&threads, &tid, fresh, BPF_NOEXIST);
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		count_loss(LOSS_CALL_MAP);
@@ -222,6 +327,8 @@ static __always_inline struct thread_calls *thread_calls_of(u32 tid)
 static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
 				      struct call_val *v)
 {
+	/* Untimed launches before this call go first, in order. */
+	flush_run(t, (u32)(id >> 32), (u32)id);
 	u32 depth = t->depth;
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i < depth && t->slot[i].op == op) {
@@ -253,8 +360,9 @@ static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
 /*
  * Entry of a driver launch under sampled timing. Returns 0 when the launch
  * is timed (opened like any call; its return is wanted), 1 when it is not:
- * then it is recorded here, at entry, with the thread's estimate as its
- * duration (REC_CUDA_DUR_ESTIMATED), and its return is not wanted. Timed:
+ * then it is counted into the thread's run of untimed launches (sent as one
+ * rec_launch_run, each with the thread's estimate as its duration), and its
+ * return is not wanted. Timed:
  * every nested launch (inside a runtime launch, before the runtime probe
  * goes), a thread's launches until it has an estimate, and one outer
  * launch in cfg_launch_sample.
@@ -275,9 +383,7 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 		open_call(t, id, op, v);
 		return 0;
 	}
-	v->ts = bpf_ktime_get_ns();
-	v->flags = REC_CUDA_DUR_ESTIMATED;
-	emit_call(op, (u32)(id >> 32), tid, v, t->est_ns, 0);
+	add_to_run(t, (u32)(id >> 32), tid, op, v, bpf_ktime_get_ns());
 	return 1;
 }
 
@@ -476,6 +582,7 @@ static __always_inline void end_open_calls(u32 pid, u32 tid)
 	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return;
+	flush_run(t, pid, tid);
 	u64 now = bpf_ktime_get_ns();
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i >= t->depth)

@@ -13,6 +13,7 @@
 #define REC_MAPEXEC 4 /* struct rec_notice: a tracked process mapped code */
 #define REC_STACK 5  /* struct rec_stack: a user + kernel stack sample */
 #define REC_PAGES 6  /* struct rec_pages: a run of page allocations (page_runs.h) */
+#define REC_LAUNCH_RUN 7 /* struct rec_launch_run: untimed launches of one thread (cuda.h) */
 
 /* Host kinds, same numbers as the store's HostKind. */
 #define HK_SWITCH 1
@@ -92,6 +93,25 @@ struct rec_pages {
 	u32 count;   /* allocations */
 	u32 pages;   /* 4 KiB pages */
 };
+/* Consecutive untimed driver launches of one thread under sampled launch
+ * timing (cfg_launch_sample > 1): same function and stream, each less than
+ * LAUNCH_RUN_GAP_NS after the previous, none of them timed; their duration is
+ * the thread's estimate (est_ns each). */
+struct rec_launch_run {
+	u32 rec;
+	u16 op;
+	u16 cpu;
+	u32 pid;
+	u32 tid;
+	u64 ts;      /* first launch's entry */
+	u64 last_ts; /* last launch's entry */
+	u64 est_ns;  /* the thread's mean timed launch duration at the flush */
+	u64 stream;
+	u64 threads; /* grid x block summed over the launches (saturating) */
+	u32 count;   /* launches */
+	u32 small;   /* of which with 1..65,536 threads */
+};
+
 struct rec_proc {
 	u32 rec;
 	u16 kind;

@@ -66,9 +66,10 @@ pub struct CaptureConfig {
     /// the same rate (py-spy, from a thread of ingero's own).
     pub python_stacks: bool,
     /// Sampled launch timing: 0 or 1 times every call; N > 1 times one
-    /// outer driver launch in N per thread and records the others at entry
-    /// with the thread's recent mean launch time (flagged as estimated), so
-    /// they cost one probe trap instead of two. Needs uprobe sessions
+    /// outer driver launch in N per thread and counts the others in the
+    /// kernel into runs, each with the thread's recent mean launch time
+    /// (estimated, in the aggregates, no raw row), so they cost one probe
+    /// trap and no ring record. Needs uprobe sessions
     /// (Linux 6.13+); without them every launch is timed, with a warning.
     pub launch_sample: u32,
 }

@@ -502,6 +502,17 @@ impl Control {
             self.on_notice(n, &mut known, &mut exited, &mut ignored);
         }
         self.record_open_calls(stopped_ns);
+        let launches = self.open_calls.left_runs(&self.clock);
+        if !launches.is_empty() {
+            if let Ok(mut s) = self.shared.stats.lock() {
+                for r in &launches {
+                    s.add_run(r);
+                }
+            }
+            self.send(WriterMsg::Events(
+                launches.into_iter().map(Event::LaunchRun).collect(),
+            ));
+        }
         let runs = self.page_runs.left_open(&self.clock);
         if !runs.is_empty() {
             self.send(WriterMsg::Events(

@@ -12,6 +12,7 @@ const REC_PROC: u32 = 3;
 const REC_MAPEXEC: u32 = 4;
 const REC_STACK: u32 = 5;
 const REC_PAGES: u32 = 6;
+const REC_LAUNCH_RUN: u32 = 7;
 
 /// `rec_cuda.flags` bit of a nested call (`REC_CUDA_NESTED`).
 pub const REC_CUDA_NESTED: u32 = 1;
@@ -24,6 +25,7 @@ const HOST_LEN: usize = 40;
 const PROC_LEN: usize = 48;
 const NOTICE_LEN: usize = 16;
 const PAGES_LEN: usize = 40;
+const LAUNCH_RUN_LEN: usize = 64;
 /// Frames in `rec_stack.user` and `rec_stack.kernel` (`STACK_*_FRAMES`).
 const STACK_USER_FRAMES: usize = 127;
 const STACK_KERNEL_FRAMES: usize = 48;
@@ -42,6 +44,8 @@ pub enum Record {
     Host(HostEvent),
     /// A fork, exec or exit, with the command name of the task.
     Proc(HostEvent, String),
+    /// Untimed launches of one thread, counted in the kernel.
+    LaunchRun(ingero_store::LaunchRun),
     /// A stack sample (on-CPU, or a CUDA thread leaving the CPU).
     Stack(RawStack),
     /// A traced process mapped executable code (a library may have appeared).
@@ -141,6 +145,21 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                 return Ok(Record::Nccl(call, nccl));
             }
             Ok(Record::Cuda(call))
+        }
+        REC_LAUNCH_RUN => {
+            need(b, tag, LAUNCH_RUN_LEN)?;
+            Ok(Record::LaunchRun(ingero_store::LaunchRun {
+                op_id: u16_at(b, 4),
+                pid: u32_at(b, 8) as i32,
+                tid: u32_at(b, 12) as i32,
+                ts_ns: clock.to_epoch(u64_at(b, 16)),
+                last_ts_ns: clock.to_epoch(u64_at(b, 24)),
+                est_ns: u64_at(b, 32).min(i64::MAX as u64) as i64,
+                stream: u64_at(b, 40) as i64,
+                threads: u64_at(b, 48).min(i64::MAX as u64) as i64,
+                count: i64::from(u32_at(b, 56)),
+                small: i64::from(u32_at(b, 60)),
+            }))
         }
         REC_HOST | REC_PROC => {
             need(b, tag, if tag == REC_HOST { HOST_LEN } else { PROC_LEN })?;

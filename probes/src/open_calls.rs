@@ -8,7 +8,7 @@
 use crate::clock::Clock;
 use aya::maps::{HashMap as BpfHashMap, Map, MapData, MapError};
 use ingero_store::catalog::unfinished;
-use ingero_store::CudaCall;
+use ingero_store::{CudaCall, LaunchRun};
 
 /// One open call in the kernel `threads` table (`struct call_val` in
 /// `bpf/cuda.h`).
@@ -37,6 +37,29 @@ pub struct CallVal {
     pub op: u32,
 }
 
+/// A thread's pending run of untimed launches (`struct launch_run` in
+/// `bpf/cuda.h`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct RunVal {
+    /// First launch's entry, CLOCK_MONOTONIC ns.
+    pub first_ts: u64,
+    /// Last launch's entry.
+    pub last_ts: u64,
+    /// Stream.
+    pub stream: u64,
+    /// Threads launched, summed.
+    pub threads: u64,
+    /// Launches, 0 when none is pending.
+    pub n: u32,
+    /// Of which small.
+    pub small: u32,
+    /// Catalogue id of the launch function.
+    pub op: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
 /// Most calls one thread is inside at once (`CALL_SLOTS` in `bpf/cuda.h`).
 pub const CALL_SLOTS: usize = 4;
 
@@ -51,6 +74,8 @@ pub struct ThreadCalls {
     pub launches: u32,
     /// The thread's moving mean of its timed outer launches, in ns.
     pub est_ns: u64,
+    /// Untimed launches not yet sent.
+    pub run: RunVal,
     /// The open calls, `depth` of them.
     pub slot: [CallVal; CALL_SLOTS],
 }
@@ -65,6 +90,8 @@ impl ThreadCalls {
 // SAFETY: both are plain `repr(C)` integers with the kernel's layout and no
 // invalid bit patterns.
 unsafe impl aya::Pod for CallVal {}
+// SAFETY: as above.
+unsafe impl aya::Pod for RunVal {}
 // SAFETY: as above.
 unsafe impl aya::Pod for ThreadCalls {}
 
@@ -88,6 +115,35 @@ impl OpenCalls {
             .iter()
             .filter_map(Result::ok)
             .any(|(_, t)| t.open().iter().any(|c| ops.contains(&c.op)))
+    }
+
+    /// The runs of untimed launches still pending in the table (their
+    /// threads made no call after them before the stop). Call once, after
+    /// the probes are detached.
+    pub fn left_runs(&self, clock: &Clock) -> Vec<LaunchRun> {
+        let mut runs: Vec<LaunchRun> = self
+            .map
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(_, t)| t.run.n > 0)
+            .map(|(tid, t)| {
+                let pid = t.slot[0].pid;
+                LaunchRun {
+                    ts_ns: clock.to_epoch(t.run.first_ts),
+                    last_ts_ns: clock.to_epoch(t.run.last_ts),
+                    pid: if pid != 0 { pid as i32 } else { tid as i32 },
+                    tid: tid as i32,
+                    op_id: t.run.op as u16,
+                    count: i64::from(t.run.n),
+                    est_ns: t.est_ns as i64,
+                    stream: t.run.stream as i64,
+                    threads: t.run.threads.min(i64::MAX as u64) as i64,
+                    small: i64::from(t.run.small),
+                }
+            })
+            .collect();
+        runs.sort_by_key(|r| r.ts_ns);
+        runs
     }
 
     /// The calls left in the table, as store rows ending at `stopped_ns`

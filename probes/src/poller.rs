@@ -212,6 +212,7 @@ fn drain(
             };
             let (pid, ts) = match &record {
                 Record::Cuda(c) | Record::Nccl(c, _) => (c.pid, c.ts_ns),
+                Record::LaunchRun(r) => (r.pid, r.ts_ns),
                 Record::Host(h) | Record::Proc(h, _) => (h.pid, h.ts_ns),
                 Record::Stack(s) => (s.pid, s.ts_ns),
                 Record::MapExec { pid, ts_ns } => (*pid, *ts_ns),
@@ -224,6 +225,10 @@ fn drain(
                 Record::Cuda(c) => {
                     st.add_cuda(&c);
                     batch.push(Event::Cuda(c));
+                }
+                Record::LaunchRun(r) => {
+                    st.add_run(&r);
+                    batch.push(Event::LaunchRun(r));
                 }
                 Record::Nccl(c, n) => {
                     st.add_cuda(&c);

@@ -236,6 +236,17 @@ impl LiveStats {
         self.cuda += 1;
     }
 
+    /// Counts a run of untimed launches: each with the run's estimate.
+    pub fn add_run(&mut self, r: &ingero_store::LaunchRun) {
+        let acc = self.ops.entry(r.op_id).or_default();
+        let dur = r.est_ns.max(0) as u64;
+        for _ in 0..r.count.max(0) {
+            acc.hist.record(dur);
+        }
+        acc.total_ns += dur * r.count.max(0) as u64;
+        self.cuda += r.count.max(0) as u64;
+    }
+
     /// Counts one host event.
     pub fn add_host(&mut self, h: &HostEvent) {
         let e = self.host.entry(h.kind.id()).or_default();

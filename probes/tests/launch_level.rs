@@ -119,10 +119,10 @@ fn runtime_launches_that_do_not_reach_the_driver_stay_probed() {
 
 /// Sampled launch timing (uprobe sessions): every launch is still counted
 /// once, outer driver launches after a thread's first timed one are timed
-/// one in N, and the rest carry an estimate, flagged in the raw rows and
-/// the aggregates alike. The stand-in spends 20 us in every call, so a
-/// timed launch lasts at least that, and so does every estimate (a mean
-/// of timed launches).
+/// one in N, and the rest are counted in the kernel into runs: in the
+/// aggregates with an estimate each, never as raw rows. The stand-in spends
+/// 20 us in every call, so a timed launch lasts at least that, and so does
+/// every estimate (a mean of timed launches).
 #[test]
 fn sampled_launch_timing_counts_every_launch_and_flags_the_estimates() {
     if !common::can_trace() {
@@ -159,8 +159,8 @@ fn sampled_launch_timing_counts_every_launch_and_flags_the_estimates() {
         ),
     );
     assert_eq!(
-        estimated, estimated_rows,
-        "every raw row kept (RawPolicy::All)"
+        estimated_rows, 0,
+        "untimed launches leave no raw row (counted in the kernel)"
     );
     assert_eq!(
         timed_outer + estimated,
@@ -174,7 +174,9 @@ fn sampled_launch_timing_counts_every_launch_and_flags_the_estimates() {
         (0.87..=0.876).contains(&share),
         "{estimated} of {outer} estimated ({share:.3})"
     );
-    let min_estimate = q("SELECT MIN(dur_ns) FROM cuda_calls WHERE dur_estimated = 1");
+    let min_estimate = q(
+        "SELECT MIN(estimated_dur_ns / estimated_count) FROM aggregates WHERE estimated_count > 0",
+    );
     assert!(
         min_estimate >= 20_000,
         "estimates are means of >= 20 us calls: {min_estimate}"
@@ -182,8 +184,8 @@ fn sampled_launch_timing_counts_every_launch_and_flags_the_estimates() {
     // Only driver launches are ever estimated.
     assert_eq!(
         q(
-            "SELECT COUNT(*) FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id \
-           WHERE c.dur_estimated = 1 AND o.name <> 'cuLaunchKernel'"
+            "SELECT COUNT(*) FROM aggregates a JOIN cuda_ops o ON o.id = a.code \
+           WHERE a.source = 1 AND a.estimated_count > 0 AND o.name <> 'cuLaunchKernel'"
         ),
         0
     );

@@ -116,6 +116,7 @@ impl Aggregator {
                 h.dur_ns,
                 h.page_bytes(),
             ),
+            Event::LaunchRun(r) => (r.ts_ns, r.pid, AggSource::Cuda, r.op_id as i64, r.est_ns, 0),
         };
         let bucket_ns = ts.div_euclid(AGGREGATE_BUCKET_NS) * AGGREGATE_BUCKET_NS;
         (
@@ -132,6 +133,10 @@ impl Aggregator {
 
     /// Counts one event; `stored` says whether its raw row was kept.
     pub fn add(&mut self, event: &Event, stored: bool) {
+        if let Event::LaunchRun(r) = event {
+            self.add_run(r);
+            return;
+        }
         let (key, dur, bytes) = Self::key_of(event);
         let n = event.count();
         let t = self.rows.entry(key).or_insert_with(AggTotals::empty);
@@ -159,6 +164,23 @@ impl Aggregator {
             n.sum_threads = n.sum_threads.saturating_add(threads);
             n.small_launches += small;
         }
+    }
+
+    /// A run of untimed launches: `count` launches of `est_ns` each, all
+    /// estimated, none stored, in the bucket of the first.
+    fn add_run(&mut self, r: &crate::model::LaunchRun) {
+        let (key, _, _) = Self::key_of(&Event::LaunchRun(*r));
+        let n = r.count.max(1);
+        let total = r.est_ns.saturating_mul(n);
+        let t = self.rows.entry(key).or_insert_with(AggTotals::empty);
+        t.count += n;
+        t.sum_dur_ns = t.sum_dur_ns.saturating_add(total);
+        t.min_dur_ns = t.min_dur_ns.min(r.est_ns);
+        t.max_dur_ns = t.max_dur_ns.max(r.est_ns);
+        t.sum_threads = t.sum_threads.saturating_add(r.threads);
+        t.small_launches += r.small;
+        t.estimated_count += n;
+        t.estimated_dur_ns = t.estimated_dur_ns.saturating_add(total);
     }
 
     /// Totals seen so far for `key` (before flushing).
@@ -229,5 +251,32 @@ mod tests {
         let (key, _, _) = Aggregator::key_of(&e);
         let t = a.get(&key).copied().expect("row");
         assert_eq!((t.sum_threads, t.small_launches), (0, 0));
+    }
+
+    #[test]
+    fn a_launch_run_counts_every_launch_as_estimated_and_stores_none() {
+        let run = crate::model::LaunchRun {
+            ts_ns: 5_000_000_000,
+            last_ts_ns: 5_000_014_000,
+            pid: 1,
+            tid: 2,
+            op_id: 101,
+            count: 15,
+            est_ns: 1_000,
+            stream: 7,
+            threads: 15 * 64,
+            small: 15,
+        };
+        let mut a = Aggregator::default();
+        a.add(&Event::LaunchRun(run), true);
+        let (_, t) = a.drain().next().expect("one row");
+        assert_eq!((t.count, t.stored, t.sum_dur_ns), (15, 0, 15_000));
+        assert_eq!((t.estimated_count, t.estimated_dur_ns), (15, 15_000));
+        assert_eq!((t.min_dur_ns, t.max_dur_ns), (1_000, 1_000));
+        assert_eq!((t.sum_threads, t.small_launches), (960, 15));
+        let at: Vec<i64> = run.spread().collect();
+        assert_eq!(at.len(), 15);
+        assert_eq!((at[0], at[14]), (run.ts_ns, run.last_ts_ns));
+        assert_eq!(at[7], run.ts_ns + 7_000);
     }
 }

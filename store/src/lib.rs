@@ -31,7 +31,7 @@ mod writer_stacks;
 pub use catalog::{AggSource, CudaApi, HostKind, OpClass};
 pub use error::{Result, StoreError};
 pub use gpu::{GpuDevice, GpuProcessSample, GpuSamples, GpuStatus, GpuUtilKind, GpuUtilSample};
-pub use model::{CudaCall, Event, HostEvent, ProcessInfo, SessionInfo, SystemSnapshot};
+pub use model::{CudaCall, Event, HostEvent, LaunchRun, ProcessInfo, SessionInfo, SystemSnapshot};
 pub use nccl::{JobPlace, NcclCall};
 pub use open::{wal_file, DbFormat, TraceDb};
 pub use stacks::{FrameKind, StackFrame, StackKind, StackSample};

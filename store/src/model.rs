@@ -93,6 +93,54 @@ pub enum Event {
     Cuda(CudaCall),
     /// A kernel event.
     Host(HostEvent),
+    /// Untimed kernel launches of one thread, counted in the kernel.
+    LaunchRun(LaunchRun),
+}
+
+/// Consecutive untimed driver launches of one thread under sampled launch
+/// timing (`--launch-sample N`): same function and stream, each less than
+/// 1 ms after the previous. The kernel counts them instead of sending each:
+/// they reach the aggregates (every launch counted, each with the thread's
+/// mean timed launch duration, flagged estimated) and the activity spans,
+/// never the raw rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchRun {
+    /// First launch's entry, epoch ns.
+    pub ts_ns: i64,
+    /// Last launch's entry, epoch ns.
+    pub last_ts_ns: i64,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// Catalogue id of the launch function.
+    pub op_id: u16,
+    /// Launches in the run.
+    pub count: i64,
+    /// Estimated duration of each, ns.
+    pub est_ns: i64,
+    /// Stream handle.
+    pub stream: i64,
+    /// Threads launched, summed (grid x block).
+    pub threads: i64,
+    /// Launches of 1..=65,536 threads.
+    pub small: i64,
+}
+
+impl LaunchRun {
+    /// Entry times spread evenly over the run: where the activity spans
+    /// place its launches (the kernel kept only the first and the last).
+    pub fn spread(&self) -> impl Iterator<Item = i64> + '_ {
+        let n = self.count.max(1);
+        let span = (self.last_ts_ns - self.ts_ns).max(0);
+        (0..n).map(move |i| {
+            if n == 1 {
+                self.ts_ns
+            } else {
+                self.ts_ns + span * i / (n - 1)
+            }
+        })
+    }
 }
 
 impl Event {
@@ -101,6 +149,7 @@ impl Event {
         match self {
             Event::Cuda(_) => 1,
             Event::Host(h) => h.count.max(1),
+            Event::LaunchRun(r) => r.count.max(1),
         }
     }
 
@@ -109,6 +158,7 @@ impl Event {
         match self {
             Event::Cuda(c) => c.ts_ns,
             Event::Host(h) => h.ts_ns,
+            Event::LaunchRun(r) => r.ts_ns,
         }
     }
 }

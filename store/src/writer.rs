@@ -228,6 +228,10 @@ impl TraceWriter {
     }
 
     fn keep_raw(&mut self, event: &Event) -> bool {
+        // A run of untimed launches has no raw row: it is its totals.
+        if matches!(event, Event::LaunchRun(_)) {
+            return false;
+        }
         let RawPolicy::Sampled {
             per_second,
             always_keep_ns,
@@ -268,16 +272,30 @@ impl TraceWriter {
     pub fn write_batch(&mut self, events: &[Event]) -> Result<()> {
         let mut newest = i64::MIN;
         for e in events {
-            if let Event::Cuda(c) = e {
-                newest = newest.max(c.ts_ns);
-                self.cuda_threads.insert((c.pid, c.tid));
-                if !c.nested {
-                    let role = cuda_op(c.op_id)
+            match e {
+                Event::Cuda(c) => {
+                    newest = newest.max(c.ts_ns);
+                    self.cuda_threads.insert((c.pid, c.tid));
+                    if !c.nested {
+                        let role = cuda_op(c.op_id)
+                            .map(|op| OpRole::of(op.name, op.class))
+                            .unwrap_or_default();
+                        self.activity
+                            .add(c.pid, c.tid, c.ts_ns, c.dur_ns, c.stream, role);
+                    }
+                }
+                Event::LaunchRun(r) => {
+                    newest = newest.max(r.last_ts_ns);
+                    self.cuda_threads.insert((r.pid, r.tid));
+                    let role = cuda_op(r.op_id)
                         .map(|op| OpRole::of(op.name, op.class))
                         .unwrap_or_default();
-                    self.activity
-                        .add(c.pid, c.tid, c.ts_ns, c.dur_ns, c.stream, role);
+                    for ts in r.spread() {
+                        self.activity
+                            .add(r.pid, r.tid, ts, r.est_ns, r.stream, role);
+                    }
                 }
+                Event::Host(_) => {}
             }
         }
         if newest > i64::MIN {
@@ -297,6 +315,7 @@ impl TraceWriter {
                     continue;
                 }
                 match e {
+                    Event::LaunchRun(_) => {}
                     Event::Cuda(c) => cuda.push(cuda_row(self.session_id, c)),
                     Event::Host(h) => host.push([
                         self.session_id,

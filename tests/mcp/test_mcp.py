@@ -582,11 +582,12 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
         ops = {o["op"]: o for o in (r.structured_content or {}).get("ops", [])}
         launch = ops.get("cudaLaunchKernel", {})
         C.ok("capture: exact cudaLaunchKernel count in the new database", not r.is_error and launch.get("count") == iters and launch.get("exact"), text_of(r)[:400])
-        q = await c.call_tool("run_sql", {"db": "mcp-capture.db", "sql": "SELECT COUNT(*) AS n, COALESCE(SUM(dur_estimated), 0) AS est FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id WHERE o.name = 'cuLaunchKernel'"})
-        row = ((q.structured_content or {}).get("rows") or [[0, 0]])[0]
-        n, est = (row.get("n"), row.get("est")) if isinstance(row, dict) else (row[0], row[1])
-        # Every launch counted; of each thread's launches one in 8 timed (the first is timed too).
-        C.ok("capture: launch_sample=8 counts every driver launch and estimates the untimed ones", not q.is_error and n == iters and iters * 5 // 8 <= est < iters, text_of(q)[:300])
+        q = await c.call_tool("run_sql", {"db": "mcp-capture.db", "sql": "SELECT COALESCE(SUM(a.count), 0) AS n, COALESCE(SUM(a.estimated_count), 0) AS est, (SELECT COUNT(*) FROM cuda_calls c JOIN cuda_ops o2 ON o2.id = c.op_id WHERE o2.name = 'cuLaunchKernel') AS raw FROM aggregates a JOIN cuda_ops o ON o.id = a.code WHERE a.source = 1 AND o.name = 'cuLaunchKernel'"})
+        row = ((q.structured_content or {}).get("rows") or [[0, 0, 0]])[0]
+        n, est, raw = (row.get("n"), row.get("est"), row.get("raw")) if isinstance(row, dict) else (row[0], row[1], row[2])
+        # Every launch counted; of each thread's launches one in 8 timed (the first is timed too),
+        # the others counted in the kernel: no raw row for them.
+        C.ok("capture: launch_sample=8 counts every driver launch and estimates the untimed ones", not q.is_error and n == iters and iters * 5 // 8 <= est < iters and raw == n - est, text_of(q)[:300])
         r = await c.call_tool("get_per_process_breakdown", {"db": "mcp-capture.db"})
         procs = (r.structured_content or {}).get("processes", [])
         workers = [p for p in procs if p.get("ppid") == proc.pid]

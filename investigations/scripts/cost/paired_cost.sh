@@ -102,7 +102,9 @@ phase untraced start; sleep "$PHASE"; phase untraced end
 STATS=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
 echo 1 > /proc/sys/kernel/bpf_stats_enabled
 phase stats start
-"${REST_PIN[@]}" "$ING" trace --quiet --no-gpu-samples --pid "$P" --duration "${PHASE}s" --db "$OUT/paired-stats.db" \
+# COST_STATS_ARGS: extra trace options for this phase (e.g. --launch-sample 16).
+# shellcheck disable=SC2086
+"${REST_PIN[@]}" "$ING" trace --quiet --no-gpu-samples ${COST_STATS_ARGS:-} --pid "$P" --duration "${PHASE}s" --db "$OUT/paired-stats.db" \
   > "$OUT/paired-trace-stats.out" 2> "$OUT/paired-trace-stats.err" &
 T=$!
 sleep $(( PHASE - 1 ))

@@ -40,7 +40,7 @@ pub struct StartTraceArgs {
     pub ring_size: Option<String>,
     /// Time one kernel launch in this many per thread (e.g. 16) and record
     /// the others at entry with the thread's recent mean launch time, flagged
-    /// as estimated (cuda_calls.dur_estimated = 1): for launch-bound jobs,
+    /// as estimated (aggregates.estimated_count; no raw row): for launch-bound jobs,
     /// where timing every launch costs most. Every launch is still counted.
     /// Absent, 0 or 1: every launch is timed.
     #[schemars(range(max = 1_000_000))]
