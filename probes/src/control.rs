@@ -456,9 +456,28 @@ impl Control {
     /// Records the calls still open once the probes are gone, and their
     /// count under `open_at_stop`.
     fn record_open_calls(&self, stopped_ns: i64) {
-        let calls = self.open_calls.left_open(&self.clock, stopped_ns);
+        let mut nccl = Vec::new();
+        let calls: Vec<_> = self
+            .open_calls
+            .left_open(&self.clock, stopped_ns)
+            .into_iter()
+            .map(|c| {
+                // An NCCL call left open (a rank stuck in a collective) keeps
+                // its NCCL meaning, as a returned one does.
+                if ingero_store::nccl::is_nccl_op(c.op_id) {
+                    let (call, detail) = crate::nccl_record::split(&c);
+                    nccl.push(detail);
+                    call
+                } else {
+                    c
+                }
+            })
+            .collect();
         if calls.is_empty() {
             return;
+        }
+        if !nccl.is_empty() {
+            self.send(WriterMsg::Nccl(nccl));
         }
         if let Ok(mut s) = self.shared.stats.lock() {
             for c in &calls {

@@ -217,3 +217,50 @@ fn one_capture_of_three_ranks_names_the_slow_one() {
         "{expected}"
     );
 }
+
+/// A rank whose peer never comes is still inside ncclCommInitRank when the
+/// capture stops: the call is kept as open at the stop in both tables, with
+/// its NCCL meaning (no unique-id key taken for bytes).
+#[test]
+fn a_rank_left_waiting_is_recorded_inside_its_nccl_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let standin = dir.path().join("standin");
+    build_standins(&standin);
+    let db = dir.path().join("alone.db");
+    let status = ingero()
+        .env("INGERO_STANDIN_NCCL_TIMEOUT_MS", "5000")
+        .args(["trace", "--quiet", "--duration", "2s", "--db"])
+        .arg(&db)
+        .arg("--")
+        .arg(standin.join("nccl_rank"))
+        .args([
+            "--rank",
+            "0",
+            "--world",
+            "2",
+            "--iters",
+            "3",
+            "--wait-ms",
+            "400",
+        ])
+        .args(["--id", &format!("alone-{}", std::process::id())])
+        .status()
+        .expect("run ingero trace");
+    assert!(status.success(), "trace failed (run as root)");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    assert_eq!(
+        one(
+            &conn,
+            "SELECT COUNT(*) FROM nccl_calls WHERE op_id = 210 AND ret = -2 AND dur_ns > 1000000000"
+        ),
+        1
+    );
+    assert_eq!(
+        one(
+            &conn,
+            "SELECT COUNT(*) FROM cuda_calls WHERE op_id = 210 AND ret = -2 AND bytes = 0 \
+             AND grid_x = 0 AND copy_kind = -1"
+        ),
+        1
+    );
+}
