@@ -26,7 +26,7 @@ impl Scope {
         let Some(rank) = rank else {
             return Ok(self);
         };
-        match crate::ranks::pid_of_rank(db, rank, None)? {
+        match crate::ranks::pid_of_rank(db, rank)? {
             Some(pid) => Ok(Scope {
                 pid: Some(pid),
                 ..self

@@ -6,6 +6,7 @@
 use crate::error::Result;
 use ingero_store::stacks::{parse_frames, FrameKind};
 use ingero_store::TraceDb;
+use rusqlite::OptionalExtension;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -128,11 +129,7 @@ fn leaf_of(db: &TraceDb, id: i64, kind: i64) -> Result<String> {
         .query_row("SELECT frames FROM stacks WHERE id = ?1", [id], |r| {
             r.get(0)
         })
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })
+        .optional()
         .map_err(q)?;
     let frames = text.as_deref().and_then(parse_frames).unwrap_or_default();
     let want = |k: FrameKind| {

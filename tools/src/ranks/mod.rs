@@ -14,6 +14,7 @@ use crate::error::Result;
 use ingero_store::TraceDb;
 pub use offsets::{estimate_offsets, OffsetEstimate};
 pub use plan::{plan_merge, MergePlan};
+use rusqlite::OptionalExtension;
 use serde::Serialize;
 pub use stragglers::{RankArrivals, Straggler};
 
@@ -132,22 +133,17 @@ fn merged_clocks(db: &TraceDb) -> Result<Vec<MergedClock>> {
 }
 
 /// The process of global rank `rank` (`processes.rank`), for scoping an
-/// analysis to one rank; on a node filter too when given.
-pub fn pid_of_rank(db: &TraceDb, rank: i32, node: Option<&str>) -> Result<Option<i32>> {
+/// analysis to one rank.
+pub fn pid_of_rank(db: &TraceDb, rank: i32) -> Result<Option<i32>> {
     let conn = db.conn();
     let q = |e| db.classify(e);
     let pid = conn
         .query_row(
-            "SELECT pid FROM processes WHERE rank = ?1 AND (?2 IS NULL OR node = ?2) \
-             ORDER BY first_seen_ns LIMIT 1",
-            rusqlite::params![rank, node],
+            "SELECT pid FROM processes WHERE rank = ?1 ORDER BY first_seen_ns LIMIT 1",
+            [rank],
             |r| r.get(0),
         )
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })
+        .optional()
         .map_err(q)?;
     Ok(pid)
 }

@@ -6,6 +6,7 @@ use super::offsets::{estimate_offsets, OffsetEstimate};
 use crate::error::{Result, ToolError};
 use ingero_store::merge::{check_mergeable, MergeInput};
 use ingero_store::TraceDb;
+use rusqlite::OptionalExtension;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -72,11 +73,8 @@ fn host_of(db: &TraceDb) -> Result<String> {
         .query_row("SELECT host FROM sessions ORDER BY id LIMIT 1", [], |r| {
             r.get(0)
         })
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(db.classify(e)),
-        })?;
+        .optional()
+        .map_err(|e| db.classify(e))?;
     let host = host.unwrap_or_default();
     if host.trim().is_empty() {
         return Ok(stem(db.path()));
