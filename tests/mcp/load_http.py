@@ -381,7 +381,7 @@ def start_server(a) -> tuple[subprocess.Popen, str, str, Path]:
     token = secrets.token_urlsafe(24)
     log = Path(tempfile.mkstemp(prefix="ingero-load-", suffix=".log")[1])
     with open(log, "w") as fh:
-        proc = subprocess.Popen([a.bin, "mcp", "--http", "127.0.0.1:0", "--db", a.db, "--token", token],
+        proc = subprocess.Popen([a.bin, "mcp", "--http", "127.0.0.1:0", "--db", a.db, f"--token={token}"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh)
     for _ in range(1200):
         m = re.search(r"listening on (http://\S+/mcp)", log.read_text())
