@@ -30,20 +30,26 @@ struct call_val {
  * driver call it makes are two; deeper nesting is counted as LOSS_CALL_MAP. */
 #define CALL_SLOTS 4
 
-/* Untimed launches of one thread not yet sent (sampled launch timing): sent
- * as one rec_launch_run when the thread makes any other probed call (a timed
- * launch among them), when the function, the stream or a gap of more than
- * LAUNCH_RUN_GAP_NS breaks the run, when the thread exits, or read from the
- * table at the stop. */
+/* Launches of one thread counted in the kernel and not yet sent: untimed
+ * ones (sampled launch timing, counted at entry) or timed ones whose row is
+ * not kept (launch rows, folded at their return with their exact duration).
+ * Sent as one rec_launch_run when the thread makes any other probed call (a
+ * kept launch among them), when the function, the stream or a gap of more
+ * than LAUNCH_RUN_GAP_NS breaks the run, when the thread exits, or read from
+ * the table at the stop. */
 struct launch_run {
 	u64 first_ts;
-	u64 last_ts;
+	u64 last_ts;  /* last launch's entry */
+	u64 last_end; /* last launch's return (timed members), else its entry */
 	u64 stream;
 	u64 threads;
-	u32 n;
+	u64 dur_sum;  /* summed durations of the timed members */
+	u64 dur_min;
+	u64 dur_max;
+	u32 n;        /* launches, timed or not */
 	u32 small;
 	u32 op;
-	u32 pad;
+	u32 timed;    /* of which timed (folded at their return) */
 };
 
 /* A gap after which an untimed launch starts a new run: the activity spans'
@@ -65,6 +71,23 @@ struct thread_calls {
  * N > 1 = time one outer driver launch in N per thread (the others are
  * counted at entry into runs, each with an estimated duration: rec_launch_run). */
 const volatile u32 cfg_launch_sample = 0;
+
+/* Launch rows (set by the loader), with every launch timed
+ * (cfg_launch_sample <= 1): 0 or 1 = one rec_cuda per launch; K > 1 = an
+ * outer driver launch sends its own rec_cuda only when it is kept (the
+ * thread's first, one in K, failed, or at least LAUNCH_SLOW_NS long);
+ * the others are folded at their return, exact duration and all, into the
+ * thread's run (rec_launch_run). */
+const volatile u32 cfg_launch_rows = 0;
+/* A launch this long always keeps its row: ten times a typical launch on
+ * an idle queue, far below a launch blocked on a full queue or a lock. */
+#define LAUNCH_SLOW_NS 50000ULL
+
+/* True when timed outer driver launches are folded into runs. */
+static __always_inline int folding_launches(void)
+{
+	return cfg_launch_sample <= 1 && cfg_launch_rows > 1;
+}
 
 /*
  * Calls in flight, per thread (tid -> its open calls). A thread's entry is
@@ -196,6 +219,11 @@ static __always_inline void flush_run(struct thread_calls *t, u32 pid, u32 tid)
 		e->threads = t->run.threads;
 		e->count = t->run.n;
 		e->small = t->run.small;
+		e->timed = t->run.timed;
+		e->last_end = t->run.last_end;
+		e->dur_sum = t->run.dur_sum;
+		e->dur_min = t->run.dur_min;
+		e->dur_max = t->run.dur_max;
 		submit(e);
 	}
 	t->run.n = 0;
@@ -223,26 +251,43 @@ static __always_inline u64 launch_threads(struct call_val *v)
 	return n;
 }
 
-/* Adds an untimed launch entered at `now` to the thread's run. */
+/* Adds a launch entered at `entry` to the thread's run: untimed (`end` ==
+ * `entry`, `timed` 0) or timed, returning at `end`. A gap of more than
+ * LAUNCH_RUN_GAP_NS since the previous launch's end starts a new run. */
 static __always_inline void add_to_run(struct thread_calls *t, u32 pid, u32 tid, u32 op,
-				       struct call_val *v, u64 now)
+				       struct call_val *v, u64 entry, u64 end, int timed)
 {
 	struct launch_run *r = &t->run;
-	if (r->n && (r->op != op || r->stream != v->stream || now - r->last_ts > LAUNCH_RUN_GAP_NS))
+	if (r->n && (r->op != op || r->stream != v->stream ||
+		     entry > r->last_end + LAUNCH_RUN_GAP_NS))
 		flush_run(t, pid, tid);
 	if (r->n == 0) {
-		r->first_ts = now;
+		r->first_ts = entry;
 		r->op = op;
 		r->stream = v->stream;
 		r->threads = 0;
 		r->small = 0;
+		r->timed = 0;
+		r->dur_sum = 0;
+		r->dur_min = ~0ULL;
+		r->dur_max = 0;
 	}
 	u64 th = launch_threads(v);
 	r->n += 1;
-	r->last_ts = now;
+	r->last_ts = entry;
+	r->last_end = end;
 	r->threads = r->threads + th < r->threads ? ~0ULL : r->threads + th;
 	if (th > 0 && th <= SMALL_LAUNCH_THREADS)
 		r->small += 1;
+	if (timed) {
+		u64 dur = end - entry;
+		r->timed += 1;
+		r->dur_sum += dur;
+		if (dur < r->dur_min)
+			r->dur_min = dur;
+		if (dur > r->dur_max)
+			r->dur_max = dur;
+	}
 }
 
 /* A driver-API kernel launch (cuLaunchKernel and its variants). */
@@ -268,6 +313,16 @@ static __always_inline void learn_launch_time(struct thread_calls *t, u64 dur)
 	t->est_ns = est ? est : 1;
 }
 
+/* Whether a timed outer driver launch sends its own row under launch rows
+ * (cfg_launch_rows = K > 1): its thread's first, one in K after it, one
+ * that failed, or one of at least LAUNCH_SLOW_NS. */
+static __always_inline int launch_row_kept(struct thread_calls *t, u64 dur, s64 ret)
+{
+	u32 n = t->launches;
+	t->launches = n + 1;
+	return n % cfg_launch_rows == 0 || ret != 0 || dur >= LAUNCH_SLOW_NS;
+}
+
 static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 {
 	/* A call returning after the stop stays in the table, where user space
@@ -286,14 +341,24 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 	for (int i = CALL_SLOTS - 1; i >= 0; i--) {
 		if ((u32)i >= depth || t->slot[i].op != op)
 			continue;
-		u64 dur = bpf_ktime_get_ns() - t->slot[i].ts;
+		u64 now = bpf_ktime_get_ns();
+		u64 dur = now - t->slot[i].ts;
+		s64 ret = (s64)(s32)ctx->ax;
+		t->depth = (u32)i;
+		if (i == 0 && is_driver_launch(op) && folding_launches()) {
+			if (!launch_row_kept(t, dur, ret)) {
+				add_to_run(t, (u32)(id >> 32), tid, op, &t->slot[0],
+					   t->slot[0].ts, now, 1);
+				return 0;
+			}
+			/* Launches folded before this one go first, in order. */
+			flush_run(t, (u32)(id >> 32), tid);
+		}
 		if (nccl_makes_comm(op))
 			nccl_read_new_comm(t->slot[i].grid, &t->slot[i].stream);
-		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], dur,
-			  (s64)(s32)ctx->ax);
+		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], dur, ret);
 		if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op))
 			learn_launch_time(t, dur);
-		t->depth = (u32)i;
 		return 0;
 	}
 	return 0;
@@ -327,9 +392,11 @@ static __always_inline struct thread_calls *thread_calls_of(u32 tid)
 static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
 				      struct call_val *v)
 {
-	/* Untimed launches before this call go first, in order. */
-	flush_run(t, (u32)(id >> 32), (u32)id);
 	u32 depth = t->depth;
+	/* Launches counted before this call go first, in order; an outer
+	 * driver launch that may be folded decides at its return. */
+	if (!(depth == 0 && is_driver_launch(op) && folding_launches()))
+		flush_run(t, (u32)(id >> 32), (u32)id);
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i < depth && t->slot[i].op == op) {
 			depth = (u32)i;
@@ -383,7 +450,8 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 		open_call(t, id, op, v);
 		return 0;
 	}
-	add_to_run(t, (u32)(id >> 32), tid, op, v, bpf_ktime_get_ns());
+	u64 now = bpf_ktime_get_ns();
+	add_to_run(t, (u32)(id >> 32), tid, op, v, now, now, 0);
 	return 1;
 }
 

@@ -93,10 +93,12 @@ struct rec_pages {
 	u32 count;   /* allocations */
 	u32 pages;   /* 4 KiB pages */
 };
-/* Consecutive untimed driver launches of one thread under sampled launch
- * timing (cfg_launch_sample > 1): same function and stream, each less than
- * LAUNCH_RUN_GAP_NS after the previous, none of them timed; their duration is
- * the thread's estimate (est_ns each). */
+/* Consecutive outer driver launches of one thread counted in the kernel:
+ * same function and stream, each entered less than LAUNCH_RUN_GAP_NS after
+ * the previous one ended. Under sampled launch timing (cfg_launch_sample > 1)
+ * they are untimed: each lasts the thread's estimate (est_ns). Under launch
+ * rows (cfg_launch_rows > 1) they are timed launches whose rows were not
+ * kept: `timed` of them, lasting dur_sum in all. */
 struct rec_launch_run {
 	u32 rec;
 	u16 op;
@@ -110,6 +112,12 @@ struct rec_launch_run {
 	u64 threads; /* grid x block summed over the launches (saturating) */
 	u32 count;   /* launches */
 	u32 small;   /* of which with 1..65,536 threads */
+	u32 timed;   /* of which timed (the rest last est_ns each) */
+	u32 pad;
+	u64 last_end; /* last launch's return (its entry when untimed) */
+	u64 dur_sum;  /* summed durations of the timed ones */
+	u64 dur_min;  /* shortest timed one (~0 when none) */
+	u64 dur_max;  /* longest timed one */
 };
 
 struct rec_proc {

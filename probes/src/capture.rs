@@ -173,6 +173,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         multi_uprobes: config.multi_uprobes,
         offcpu_stacks: config.stack_hz > 0 && config.offcpu_stacks,
         launch_sample: config.launch_sample,
+        launch_rows: config.launch_rows,
     })?;
     timer.mark("programs loaded and verified");
     let mut tracked = probes.take_tracked()?;
@@ -279,7 +280,13 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     }
     timer.mark("session facts read");
     let setup = (|| -> Result<_, CaptureError> {
-        let tw = TraceWriter::create(&config.db, &info, config.raw)?;
+        let mut tw = TraceWriter::create(&config.db, &info, config.raw)?;
+        if config.launch_rows > 1 && config.launch_sample <= 1 {
+            tw.set_meta(
+                ingero_store::schema::META_LAUNCH_ROW_KEEP_NS,
+                &ingero_store::schema::LAUNCH_ROW_KEEP_NS.to_string(),
+            )?;
+        }
         match (&child, &config.target) {
             (Some(c), _) => tracked.insert(c.pid())?,
             (None, Target::Pid(_)) => {

@@ -72,7 +72,17 @@ pub struct CaptureConfig {
     /// trap and no ring record. Needs uprobe sessions
     /// (Linux 6.13+); without them every launch is timed, with a warning.
     pub launch_sample: u32,
+    /// Launch rows, with every launch timed (`launch_sample` 0 or 1): 0 or
+    /// 1 sends one record per launch; K > 1 sends an outer driver launch's
+    /// own row only for the thread's first, one in K, a failed one, or one
+    /// of at least 50 us; the others are summed in the kernel into runs
+    /// with their measured durations (aggregates exact, no raw row), so
+    /// most launches cost the probe pair and no ring record.
+    pub launch_rows: u32,
 }
+
+/// Default launch rows: one outer launch in this many keeps its raw row.
+pub const DEFAULT_LAUNCH_ROWS: u32 = 32;
 
 impl CaptureConfig {
     /// Defaults for everything but the target and the database path.
@@ -97,6 +107,7 @@ impl CaptureConfig {
             offcpu_stacks: true,
             python_stacks: true,
             launch_sample: 0,
+            launch_rows: DEFAULT_LAUNCH_ROWS,
         }
     }
 }
@@ -150,5 +161,15 @@ mod tests {
         ] {
             assert!(parse_ring_size(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn the_kernel_keeps_every_launch_row_over_the_threshold_analysis_assumes() {
+        let header = include_str!("../bpf/cuda.h");
+        let wanted = format!(
+            "#define LAUNCH_SLOW_NS {}ULL",
+            ingero_store::schema::LAUNCH_ROW_KEEP_NS
+        );
+        assert!(header.contains(&wanted), "cuda.h lacks {wanted:?}");
     }
 }

@@ -25,7 +25,7 @@ const HOST_LEN: usize = 40;
 const PROC_LEN: usize = 48;
 const NOTICE_LEN: usize = 16;
 const PAGES_LEN: usize = 40;
-const LAUNCH_RUN_LEN: usize = 64;
+const LAUNCH_RUN_LEN: usize = 104;
 /// Frames in `rec_stack.user` and `rec_stack.kernel` (`STACK_*_FRAMES`).
 const STACK_USER_FRAMES: usize = 127;
 const STACK_KERNEL_FRAMES: usize = 48;
@@ -159,6 +159,15 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                 threads: u64_at(b, 48).min(i64::MAX as u64) as i64,
                 count: i64::from(u32_at(b, 56)),
                 small: i64::from(u32_at(b, 60)),
+                timed: i64::from(u32_at(b, 64)),
+                last_end_ns: clock.to_epoch(u64_at(b, 72)),
+                timed_dur_ns: u64_at(b, 80).min(i64::MAX as u64) as i64,
+                timed_min_ns: if u32_at(b, 64) > 0 {
+                    u64_at(b, 88).min(i64::MAX as u64) as i64
+                } else {
+                    0
+                },
+                timed_max_ns: u64_at(b, 96).min(i64::MAX as u64) as i64,
             }))
         }
         REC_HOST | REC_PROC => {

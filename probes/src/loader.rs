@@ -55,6 +55,9 @@ pub struct LoadOptions {
     /// Time one outer driver launch in this many per thread (0 or 1: all);
     /// see [`crate::config::CaptureConfig::launch_sample`].
     pub launch_sample: u32,
+    /// Keep one timed outer launch row in this many (0 or 1: all); see
+    /// [`crate::config::CaptureConfig::launch_rows`].
+    pub launch_rows: u32,
 }
 
 /// Name of the on-CPU stack sampling program (`bpf/stacks.h`).
@@ -166,6 +169,7 @@ impl Probes {
             .override_global("cfg_trace_all", &trace_all, true)
             .override_global("cfg_offcpu_stacks", &offcpu_stacks, true)
             .override_global("cfg_self_tgid", &opts.self_tgid, true)
+            .override_global("cfg_launch_rows", &opts.launch_rows, true)
             .map_max_entries("events", opts.ring_bytes);
         let mut ebpf = loader
             .load(OBJECT)
@@ -188,6 +192,7 @@ impl Probes {
                 ("cfg_trace_all", trace_all),
                 ("cfg_self_tgid", opts.self_tgid),
                 ("cfg_launch_sample", opts.launch_sample),
+                ("cfg_launch_rows", opts.launch_rows),
             ];
             match MultiUprobes::load(&map_fds(&ebpf), &globals) {
                 Ok(m) => Some(m),

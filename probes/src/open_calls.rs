@@ -37,8 +37,8 @@ pub struct CallVal {
     pub op: u32,
 }
 
-/// A thread's pending run of untimed launches (`struct launch_run` in
-/// `bpf/cuda.h`).
+/// A thread's pending run of launches counted in the kernel (`struct
+/// launch_run` in `bpf/cuda.h`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct RunVal {
@@ -46,18 +46,26 @@ pub struct RunVal {
     pub first_ts: u64,
     /// Last launch's entry.
     pub last_ts: u64,
+    /// Last launch's return (its entry when untimed).
+    pub last_end: u64,
     /// Stream.
     pub stream: u64,
     /// Threads launched, summed.
     pub threads: u64,
+    /// Summed durations of the timed launches.
+    pub dur_sum: u64,
+    /// Shortest timed launch.
+    pub dur_min: u64,
+    /// Longest timed launch.
+    pub dur_max: u64,
     /// Launches, 0 when none is pending.
     pub n: u32,
     /// Of which small.
     pub small: u32,
     /// Catalogue id of the launch function.
     pub op: u32,
-    /// Padding.
-    pub pad: u32,
+    /// Of the launches, those timed.
+    pub timed: u32,
 }
 
 /// Most calls one thread is inside at once (`CALL_SLOTS` in `bpf/cuda.h`).
@@ -139,6 +147,15 @@ impl OpenCalls {
                     stream: t.run.stream as i64,
                     threads: t.run.threads.min(i64::MAX as u64) as i64,
                     small: i64::from(t.run.small),
+                    timed: i64::from(t.run.timed),
+                    timed_dur_ns: t.run.dur_sum.min(i64::MAX as u64) as i64,
+                    timed_min_ns: if t.run.timed > 0 {
+                        t.run.dur_min.min(i64::MAX as u64) as i64
+                    } else {
+                        0
+                    },
+                    timed_max_ns: t.run.dur_max.min(i64::MAX as u64) as i64,
+                    last_end_ns: clock.to_epoch(t.run.last_end),
                 }
             })
             .collect();

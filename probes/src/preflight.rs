@@ -247,6 +247,7 @@ pub fn preflight() -> CheckReport {
             multi_uprobes: true,
             offcpu_stacks: false,
             launch_sample: 0,
+            launch_rows: 0,
         });
         items.push(match loaded {
             Ok(p) => item(

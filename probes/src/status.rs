@@ -236,15 +236,24 @@ impl LiveStats {
         self.cuda += 1;
     }
 
-    /// Counts a run of untimed launches: each with the run's estimate.
+    /// Counts a run of launches counted in the kernel: the histogram gets
+    /// its shortest and longest timed launch as they are and every other
+    /// launch at the run's mean.
     pub fn add_run(&mut self, r: &ingero_store::LaunchRun) {
         let acc = self.ops.entry(r.op_id).or_default();
-        let dur = r.est_ns.max(0) as u64;
-        for _ in 0..r.count.max(0) {
-            acc.hist.record(dur);
+        let n = r.count.max(1) as u64;
+        let mut rest = n;
+        if r.timed >= 2 {
+            acc.hist.record(r.timed_min_ns.max(0) as u64);
+            acc.hist.record(r.timed_max_ns.max(0) as u64);
+            rest -= 2;
         }
-        acc.total_ns += dur * r.count.max(0) as u64;
-        self.cuda += r.count.max(0) as u64;
+        let mean = r.mean_dur_ns().max(0) as u64;
+        for _ in 0..rest {
+            acc.hist.record(mean);
+        }
+        acc.total_ns += r.total_dur_ns().max(0) as u64;
+        self.cuda += n;
     }
 
     /// Counts one host event.

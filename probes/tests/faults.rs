@@ -206,6 +206,8 @@ fn a_full_ring_buffer_counts_every_dropped_record() {
         ],
         |cfg| {
             cfg.ring_bytes = 4096;
+            // One record per launch: every call is a row or a counted drop.
+            cfg.launch_rows = 1;
             cfg.poll_interval = Duration::from_millis(200);
         },
     );

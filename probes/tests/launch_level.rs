@@ -190,3 +190,107 @@ fn sampled_launch_timing_counts_every_launch_and_flags_the_estimates() {
         0
     );
 }
+
+/// Launch rows (the default): every launch is timed, but an outer driver
+/// launch keeps its own raw row only when it is its thread's first, one in
+/// 32, failed, or at least 50 us long; the others are summed in the kernel
+/// with their measured durations. The stand-in makes 150,000 runtime
+/// launches back to back (each reaching the driver), 20 us of work each,
+/// and every 100th driver launch spends 1 ms more.
+#[test]
+fn launch_rows_keep_every_slow_launch_and_sum_the_rest_exactly() {
+    if !common::can_trace() {
+        return;
+    }
+    let _one = CAPTURES.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = common::standin();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = tmp.path().join("rows.db");
+    let bench_out = tmp.path().join("bench.txt");
+    const LAUNCHES: i64 = 150_000;
+    const SLOW_EVERY: i64 = 100;
+    const SLOW_NS: i64 = 1_000_000;
+    const WORK_NS: i64 = 20_000;
+    let script = format!(
+        "INGERO_STANDIN_US={} INGERO_STANDIN_NESTED=1 INGERO_STANDIN_SLOW_EVERY={SLOW_EVERY} \
+         INGERO_STANDIN_SLOW_US={} exec {} --bench {LAUNCHES} > {}",
+        WORK_NS / 1000,
+        SLOW_NS / 1000,
+        dir.join("workload").display(),
+        bench_out.display()
+    );
+    // `exec`: the traced process itself becomes the workload.
+    let argv: Vec<String> = vec!["sh".into(), "-c".into(), script];
+    let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
+    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.duration = Some(std::time::Duration::from_secs(60));
+    cfg.ring_bytes = 64 << 20;
+    assert_eq!(cfg.launch_rows, 32, "launch rows are the default");
+    let summary = start(cfg).expect("start").wait().expect("capture");
+    assert_eq!(summary.command_exit, Some(0));
+    assert_eq!(summary.status.drops, 0);
+    let ns_per_call: f64 = std::fs::read_to_string(&bench_out)
+        .expect("bench output")
+        .trim()
+        .parse()
+        .expect("ns per call");
+    let conn = Connection::open(&db).expect("open");
+    let q = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).expect(sql) };
+    let (runtime, _) = agg(&conn, "cudaLaunchKernel");
+    let (driver, driver_nested) = agg(&conn, "cuLaunchKernel");
+    assert_eq!(driver, LAUNCHES, "every driver launch counted once");
+    assert_eq!(
+        driver_nested, runtime,
+        "nested while the runtime was probed"
+    );
+    let outer = driver - driver_nested;
+    assert!(
+        outer > LAUNCHES / 2,
+        "the runtime level went: {outer} outer"
+    );
+    // All timed: nothing estimated.
+    assert_eq!(
+        q("SELECT COALESCE(SUM(estimated_count), 0) FROM aggregates"),
+        0
+    );
+    // Every slow launch keeps its row, nested or not.
+    let driver_rows =
+        "FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id WHERE o.name = 'cuLaunchKernel'";
+    let slow_rows = q(&format!(
+        "SELECT COUNT(*) {driver_rows} AND c.dur_ns >= {SLOW_NS}"
+    ));
+    let slow = LAUNCHES / SLOW_EVERY;
+    assert!(
+        (slow..=slow + slow / 100).contains(&slow_rows),
+        "{slow_rows} rows of >= 1 ms for {slow} slow launches"
+    );
+    // Outer rows: one in 32 (counted per thread), plus those of at least
+    // 50 us (the slow ones made so, and any launch preempted that long).
+    let outer_rows = q(&format!("SELECT COUNT(*) {driver_rows} AND c.nested = 0"));
+    let outer_slow = q(&format!(
+        "SELECT COUNT(*) {driver_rows} AND c.nested = 0 AND c.dur_ns >= 50000"
+    ));
+    let sampled = (outer + 31) / 32;
+    assert!(
+        (sampled..=sampled + outer_slow).contains(&outer_rows),
+        "{outer_rows} outer rows: {sampled} sampled, {outer_slow} slow, of {outer}"
+    );
+    // The aggregates say which rows were stored.
+    let stored = q(
+        "SELECT SUM(a.stored) FROM aggregates a JOIN cuda_ops o ON o.id = a.code \
+         WHERE a.source = 1 AND o.name = 'cuLaunchKernel'",
+    );
+    assert_eq!(stored, q(&format!("SELECT COUNT(*) {driver_rows}")));
+    // Measured, not estimated: each launch spent at least its work, and all
+    // of them together no more than the bench's own clock around them.
+    let total = q(
+        "SELECT SUM(a.sum_dur_ns) FROM aggregates a JOIN cuda_ops o ON o.id = a.code \
+         WHERE a.source = 1 AND o.name = 'cuLaunchKernel'",
+    );
+    let floor = LAUNCHES * WORK_NS + slow * SLOW_NS;
+    let wall = (ns_per_call * LAUNCHES as f64) as i64;
+    assert!(
+        (floor..=wall).contains(&total),
+        "driver launches lasted {total} ns: at least {floor} of work, at most the {wall} ns around them"
+    );
+}

@@ -21,6 +21,7 @@ fn traced_calls(multi: bool) -> Vec<CudaCall> {
         multi_uprobes: multi,
         offcpu_stacks: false,
         launch_sample: 0,
+        launch_rows: 0,
     })
     .expect("load");
     assert_eq!(

@@ -68,3 +68,74 @@ fn explain_names_cpu_contention_in_a_real_capture() {
     let steps = top["steps"].to_string();
     assert!(steps.contains("preemptions"), "{steps}");
 }
+
+/// Launch rows (the capture default) keep every launch of at least 50 us
+/// and one in 32 of the others, so the kept rows over-represent slow
+/// launches; the percentiles weight them back to every launch. The stand-in
+/// makes 60,000 launches of 20 us, every 100th 1 ms longer: 1% slow, so the
+/// median and p95 of all launches are fast ones, while among the kept rows
+/// (SQL) the slow ones are far more than 5%.
+#[test]
+fn launch_row_percentiles_are_of_every_launch_not_of_the_kept_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workload = build_standins(&dir.path().join("standin"));
+    let db = dir.path().join("rows.db");
+    let lib = workload.parent().expect("stand-in dir");
+    let out = ingero()
+        .env("INGERO_STANDIN_US", "20")
+        .env("INGERO_STANDIN_NESTED", "1")
+        .env("INGERO_STANDIN_SLOW_EVERY", "100")
+        .env("INGERO_STANDIN_SLOW_US", "1000")
+        .args(["trace", "--quiet", "--lib"])
+        .arg(lib.join("libcudart.so.13"))
+        .arg("--lib")
+        .arg(lib.join("libcuda.so.1"))
+        .arg("--db")
+        .arg(&db)
+        .arg("--")
+        .arg(&workload)
+        .args(["--bench", "60000"])
+        .output()
+        .expect("run ingero trace");
+    assert!(
+        out.status.success(),
+        "trace failed (run as root): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let conn = rusqlite::Connection::open(&db).expect("open db");
+    let (kept, kept_slow): (i64, i64) = conn
+        .query_row(
+            "SELECT COUNT(*), SUM(dur_ns >= 1000000) FROM cuda_calls WHERE op_id = 101 AND nested = 0",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("kept rows");
+    assert!(
+        kept_slow * 20 > kept,
+        "{kept_slow} slow of {kept} kept rows: more than 5%, so unweighted p95 would be slow"
+    );
+    drop(conn);
+    let v = explain_json(&db);
+    let ops = v["stats"]["ops"].as_array().expect("ops");
+    let launch = ops
+        .iter()
+        .find(|o| o["op"] == "cuLaunchKernel")
+        .expect("cuLaunchKernel stats");
+    assert_eq!(launch["count"], 60_000, "every launch counted");
+    for q in ["p50_ns", "p95_ns"] {
+        let p = launch[q].as_i64().expect(q);
+        assert!(
+            (20_000..1_000_000).contains(&p),
+            "{q} {p}: 99% of the launches are 20 us ones: {}",
+            launch["basis"]
+        );
+    }
+    assert!(
+        launch["basis"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("launch rows"),
+        "{}",
+        launch["basis"]
+    );
+}

@@ -166,21 +166,27 @@ impl Aggregator {
         }
     }
 
-    /// A run of untimed launches: `count` launches of `est_ns` each, all
-    /// estimated, none stored, in the bucket of the first.
+    /// A run of launches counted in the kernel, none stored, in the bucket
+    /// of the first: its timed members with their measured total, min and
+    /// max; its untimed ones with `est_ns` each, flagged estimated.
     fn add_run(&mut self, r: &crate::model::LaunchRun) {
         let (key, _, _) = Self::key_of(&Event::LaunchRun(*r));
-        let n = r.count.max(1);
-        let total = r.est_ns.saturating_mul(n);
         let t = self.rows.entry(key).or_insert_with(AggTotals::empty);
-        t.count += n;
-        t.sum_dur_ns = t.sum_dur_ns.saturating_add(total);
-        t.min_dur_ns = t.min_dur_ns.min(r.est_ns);
-        t.max_dur_ns = t.max_dur_ns.max(r.est_ns);
+        t.count += r.count.max(1);
+        t.sum_dur_ns = t.sum_dur_ns.saturating_add(r.total_dur_ns());
+        if r.timed > 0 {
+            t.min_dur_ns = t.min_dur_ns.min(r.timed_min_ns);
+            t.max_dur_ns = t.max_dur_ns.max(r.timed_max_ns);
+        }
+        let untimed = r.untimed();
+        if untimed > 0 {
+            t.min_dur_ns = t.min_dur_ns.min(r.est_ns);
+            t.max_dur_ns = t.max_dur_ns.max(r.est_ns);
+            t.estimated_count += untimed;
+            t.estimated_dur_ns = t.estimated_dur_ns.saturating_add(r.estimated_dur_ns());
+        }
         t.sum_threads = t.sum_threads.saturating_add(r.threads);
         t.small_launches += r.small;
-        t.estimated_count += n;
-        t.estimated_dur_ns = t.estimated_dur_ns.saturating_add(total);
     }
 
     /// Totals seen so far for `key` (before flushing).
@@ -266,6 +272,11 @@ mod tests {
             stream: 7,
             threads: 15 * 64,
             small: 15,
+            timed: 0,
+            timed_dur_ns: 0,
+            timed_min_ns: 0,
+            timed_max_ns: 0,
+            last_end_ns: 5_000_014_000,
         };
         let mut a = Aggregator::default();
         a.add(&Event::LaunchRun(run), true);
@@ -278,5 +289,33 @@ mod tests {
         assert_eq!(at.len(), 15);
         assert_eq!((at[0], at[14]), (run.ts_ns, run.last_ts_ns));
         assert_eq!(at[7], run.ts_ns + 7_000);
+    }
+
+    #[test]
+    fn a_run_of_timed_launches_keeps_their_measured_total_and_extremes() {
+        let run = crate::model::LaunchRun {
+            ts_ns: 5_000_000_000,
+            last_ts_ns: 5_000_090_000,
+            pid: 1,
+            tid: 2,
+            op_id: 101,
+            count: 10,
+            est_ns: 0,
+            stream: 7,
+            threads: 10 * 64,
+            small: 10,
+            timed: 10,
+            timed_dur_ns: 31_000,
+            timed_min_ns: 2_000,
+            timed_max_ns: 9_000,
+            last_end_ns: 5_000_092_000,
+        };
+        let mut a = Aggregator::default();
+        a.add(&Event::LaunchRun(run), true);
+        let (_, t) = a.drain().next().expect("one row");
+        assert_eq!((t.count, t.stored, t.sum_dur_ns), (10, 0, 31_000));
+        assert_eq!((t.estimated_count, t.estimated_dur_ns), (0, 0));
+        assert_eq!((t.min_dur_ns, t.max_dur_ns), (2_000, 9_000));
+        assert_eq!(run.mean_dur_ns(), 3_100);
     }
 }

@@ -93,16 +93,20 @@ pub enum Event {
     Cuda(CudaCall),
     /// A kernel event.
     Host(HostEvent),
-    /// Untimed kernel launches of one thread, counted in the kernel.
+    /// Kernel launches of one thread counted in the kernel (no raw rows).
     LaunchRun(LaunchRun),
 }
 
-/// Consecutive untimed driver launches of one thread under sampled launch
-/// timing (`--launch-sample N`): same function and stream, each less than
-/// 1 ms after the previous. The kernel counts them instead of sending each:
-/// they reach the aggregates (every launch counted, each with the thread's
-/// mean timed launch duration, flagged estimated) and the activity spans,
-/// never the raw rows.
+/// Consecutive outer driver launches of one thread counted in the kernel
+/// instead of sent one by one: same function and stream, each entered less
+/// than 1 ms after the previous ended. Two kinds of member:
+/// - untimed (sampled launch timing, `--launch-sample N`): each lasts the
+///   thread's recent mean timed launch duration (`est_ns`), flagged estimated;
+/// - timed whose row was not kept (launch rows, the default): their exact
+///   durations are summed (`timed_dur_ns`).
+///
+/// A run reaches the aggregates (every launch counted) and the activity
+/// spans, never the raw rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchRun {
     /// First launch's entry, epoch ns.
@@ -115,9 +119,9 @@ pub struct LaunchRun {
     pub tid: i32,
     /// Catalogue id of the launch function.
     pub op_id: u16,
-    /// Launches in the run.
+    /// Launches in the run, timed or not.
     pub count: i64,
-    /// Estimated duration of each, ns.
+    /// Estimated duration of each untimed one, ns.
     pub est_ns: i64,
     /// Stream handle.
     pub stream: i64,
@@ -125,6 +129,21 @@ pub struct LaunchRun {
     pub threads: i64,
     /// Launches of 1..=65,536 threads.
     pub small: i64,
+    /// Of the launches, those timed (the rest are untimed).
+    #[serde(default)]
+    pub timed: i64,
+    /// Summed measured durations of the timed ones, ns.
+    #[serde(default)]
+    pub timed_dur_ns: i64,
+    /// Shortest timed one, ns (0 when none).
+    #[serde(default)]
+    pub timed_min_ns: i64,
+    /// Longest timed one, ns.
+    #[serde(default)]
+    pub timed_max_ns: i64,
+    /// Last launch's return, epoch ns (its entry when untimed).
+    #[serde(default)]
+    pub last_end_ns: i64,
 }
 
 impl LaunchRun {
@@ -140,6 +159,29 @@ impl LaunchRun {
                 self.ts_ns + span * i / (n - 1)
             }
         })
+    }
+
+    /// Launches of the run that were not timed.
+    pub fn untimed(&self) -> i64 {
+        (self.count.max(1) - self.timed.max(0)).max(0)
+    }
+
+    /// Duration of the untimed ones, all estimated, ns.
+    pub fn estimated_dur_ns(&self) -> i64 {
+        self.est_ns.max(0).saturating_mul(self.untimed())
+    }
+
+    /// Time inside the run's launches: measured plus estimated, ns.
+    pub fn total_dur_ns(&self) -> i64 {
+        self.timed_dur_ns
+            .max(0)
+            .saturating_add(self.estimated_dur_ns())
+    }
+
+    /// Mean duration of one launch of the run, ns: where the activity spans
+    /// take the length of each placed launch.
+    pub fn mean_dur_ns(&self) -> i64 {
+        self.total_dur_ns() / self.count.max(1)
     }
 }
 

@@ -125,6 +125,17 @@ impl TraceDb {
         matches!(self.format, DbFormat::Native { version } if version >= 3)
     }
 
+    /// An integer fact of `ingero_meta` (native files), `None` when absent.
+    pub fn meta_i64(&self, key: &str) -> Option<i64> {
+        self.conn
+            .query_row(
+                "SELECT CAST(value AS INTEGER) FROM ingero_meta WHERE key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .ok()
+    }
+
     /// The read-only connection, with the native table names available.
     pub fn conn(&self) -> &Connection {
         &self.conn

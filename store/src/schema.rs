@@ -277,6 +277,16 @@ pub type AddedColumn = (&'static str, &'static str, &'static str);
 /// SMs x 2,048 threads would be 270,336; 65,536 is a quarter of that).
 pub const SMALL_LAUNCH_THREADS: i64 = 65_536;
 
+/// Under launch rows (the capture default) every outer kernel launch at
+/// least this long keeps its raw row, whatever the one-in-K sampling of the
+/// others (`LAUNCH_SLOW_NS` in probes/bpf/cuda.h). Analysis weights the kept
+/// rows by it so percentiles are of every launch, not of the kept ones.
+pub const LAUNCH_ROW_KEEP_NS: i64 = 50_000;
+
+/// `ingero_meta` key present when a capture of the file kept launch rows
+/// that way: its value is the threshold, ns ([`LAUNCH_ROW_KEEP_NS`]).
+pub const META_LAUNCH_ROW_KEEP_NS: &str = "launch_row_keep_ns";
+
 /// Migrations, applied in order; `MIGRATIONS[i]` moves version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
     r#"

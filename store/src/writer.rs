@@ -290,9 +290,9 @@ impl TraceWriter {
                     let role = cuda_op(r.op_id)
                         .map(|op| OpRole::of(op.name, op.class))
                         .unwrap_or_default();
+                    let each = r.mean_dur_ns();
                     for ts in r.spread() {
-                        self.activity
-                            .add(r.pid, r.tid, ts, r.est_ns, r.stream, role);
+                        self.activity.add(r.pid, r.tid, ts, each, r.stream, role);
                     }
                 }
                 Event::Host(_) => {}
@@ -444,7 +444,16 @@ impl TraceWriter {
         Ok(())
     }
 
-    /// Updates the session's GPU description once it is known.
+    /// Sets one file-wide fact in `ingero_meta` (what the file's rows mean).
+    pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO ingero_meta(key, value) VALUES (?1, ?2)",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// Records the session's GPU model and driver.
     pub fn set_gpu(&mut self, model: &str, driver: &str) -> Result<()> {
         self.conn.execute(
             "UPDATE sessions SET gpu_model = ?2, gpu_driver = ?3 WHERE id = ?1",

@@ -107,7 +107,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
 {
 	(void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
 	(void)shared_mem; (void)stream; (void)params; (void)extra;
-	standin_work();
+	standin_launch_work();
 	return 0;
 }
 
@@ -117,14 +117,14 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, uns
 {
 	(void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz;
 	(void)shared_mem; (void)stream; (void)params; (void)extra;
-	standin_work();
+	standin_launch_work();
 	return 0;
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
 {
 	(void)config; (void)f; (void)params; (void)extra;
-	standin_work();
+	standin_launch_work();
 	return 0;
 }
 

@@ -4,6 +4,10 @@
  * INGERO_STANDIN_US       microseconds each call spends (default 0)
  * INGERO_STANDIN_SYNC_US  microseconds each synchronize call spends
  *                         (default: INGERO_STANDIN_US)
+ * INGERO_STANDIN_SLOW_EVERY=N, INGERO_STANDIN_SLOW_US=US
+ *                         every Nth driver kernel launch of the process
+ *                         (the 1st, the N+1th, ...) spends US more
+ *                         microseconds (default: none)
  * INGERO_STANDIN_EXIT_OFF_MAIN=1
  *                         a synchronize called off the main thread ends its
  *                         thread inside the call (pthread_exit), as a
@@ -61,6 +65,22 @@ static void standin_work(void)
 {
 	standin_load();
 	standin_spin_us(standin_call_us);
+}
+
+/* Work of a driver kernel launch: an ordinary call's, and every Nth one
+ * slow (INGERO_STANDIN_SLOW_EVERY, INGERO_STANDIN_SLOW_US). */
+__attribute__((unused)) static void standin_launch_work(void)
+{
+	static long every = -1, slow_us = 0;
+	static unsigned long launches;
+	if (every < 0) {
+		slow_us = standin_env_us("INGERO_STANDIN_SLOW_US", 0);
+		every = standin_env_us("INGERO_STANDIN_SLOW_EVERY", 0);
+	}
+	standin_work();
+	unsigned long n = __atomic_fetch_add(&launches, 1, __ATOMIC_RELAXED);
+	if (every > 0 && n % (unsigned long)every == 0)
+		standin_spin_us(slow_us);
 }
 
 /* Work of a synchronize call. */

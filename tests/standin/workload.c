@@ -10,6 +10,8 @@
  *     --worker-ms MS     how long each worker runs (default 300)
  *     --pids FILE        write "parent PID" and "worker PID" lines here
  *     --wait-ms MS       sleep after loading the libraries, before any call
+ *     --addr-file FILE   after loading the libraries, write the address of
+ *                        cuLaunchKernel in this process there (hex, one line)
  *     --stdin            after loading the libraries, wait for a line on stdin
  *     --bench N          time N cudaLaunchKernel calls and print ns per call
  *     --alarm-ms MS      arm SIGALRM (default action: the process dies) MS after
@@ -227,7 +229,7 @@ int main(int argc, char **argv)
 	long iters = 100, workers = 0, worker_ms = 300, wait_ms = 0, bench = 0;
 	long alarm_ms = 0, reload = 0, seconds = 0, touch_pages = 0, spin_ms = 0;
 	int wait_stdin = 0, side = 0, new_api = 0;
-	const char *pids_path = NULL;
+	const char *pids_path = NULL, *addr_path = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -261,6 +263,8 @@ int main(int argc, char **argv)
 			pids_path = v;
 		else if (!strcmp(a, "--wait-ms"))
 			wait_ms = atol(v);
+		else if (!strcmp(a, "--addr-file"))
+			addr_path = v;
 		else if (!strcmp(a, "--bench"))
 			bench = atol(v);
 		else if (!strcmp(a, "--alarm-ms"))
@@ -294,6 +298,13 @@ int main(int argc, char **argv)
 	if (!rt || !drv) {
 		fprintf(stderr, "workload: %s\n", dlerror());
 		return 73;
+	}
+	if (addr_path) {
+		FILE *f = fopen(addr_path, "w");
+		if (!f)
+			return 74;
+		fprintf(f, "%p\n", dlsym(drv, "cuLaunchKernel"));
+		fclose(f);
 	}
 	if (wait_ms > 0)
 		usleep((useconds_t)(wait_ms * 1000));

@@ -355,6 +355,10 @@ pub struct Dataset {
     /// window's edge: their counts there come from raw rows only and are
     /// lower bounds.
     pub edge_sampled: BTreeSet<(i32, AggSource, i64)>,
+    /// Launch rows: every outer launch at least this long (ns) kept its raw
+    /// row, shorter ones one in K; `None` when the file's captures kept
+    /// launch rows otherwise (percentiles then weight every kept row alike).
+    pub launch_row_keep_ns: Option<i64>,
     /// Per-thread CUDA activity spans overlapping the window, by start.
     pub activity: Vec<ActivitySpan>,
     /// Where they came from.
@@ -655,6 +659,12 @@ impl Dataset {
             unfinished_calls,
             open_sessions,
             edge_sampled,
+            launch_row_keep_ns: match db.format() {
+                DbFormat::Native { .. } => {
+                    db.meta_i64(ingero_store::schema::META_LAUNCH_ROW_KEEP_NS)
+                }
+                _ => None,
+            },
         })
     }
 

@@ -2,7 +2,7 @@
 
 use crate::dataset::{Call, Dataset};
 use crate::error::Result;
-use crate::percentile::p50_p95_p99;
+use crate::percentile::{launch_row_weight, p50_p95_p99, weighted_p50_p95_p99};
 use crate::scope::Scope;
 use ingero_store::{AggSource, CudaApi, DbFormat, HostKind, OpClass, ResolvedWindow, TraceDb};
 use serde::Serialize;
@@ -285,6 +285,36 @@ fn agg_nested(ds: &Dataset, op_id: u16, pid: Option<i32>) -> (i64, i64) {
         })
 }
 
+/// The raw rows of one launch op with their weights under launch rows:
+/// nested rows (never sampled) and outer rows of at least `keep_ns` stand
+/// for themselves; the shorter outer rows share the rest of the
+/// `outer_launches`.
+pub(crate) fn launch_row_weights(
+    calls: &[&Call],
+    keep_ns: i64,
+    outer_launches: i64,
+) -> Vec<(i64, f64)> {
+    let long = calls
+        .iter()
+        .filter(|c| !c.nested && c.dur_ns >= keep_ns)
+        .count() as i64;
+    let short = calls
+        .iter()
+        .filter(|c| !c.nested && c.dur_ns < keep_ns)
+        .count() as i64;
+    calls
+        .iter()
+        .map(|c| {
+            let w = if c.nested {
+                1.0
+            } else {
+                launch_row_weight(c.dur_ns, keep_ns, outer_launches, long, short)
+            };
+            (c.dur_ns, w)
+        })
+        .collect()
+}
+
 /// `part / whole` of `total`, rounded (0 when `whole` is 0).
 fn scaled(total: i64, part: i64, whole: i64) -> i64 {
     if whole <= 0 {
@@ -309,12 +339,22 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
         .collect();
     let timed_n = durs.len() as i64;
     let raw_max = durs.iter().copied().max().unwrap_or(0);
-    let (p50, p95, p99) = p50_p95_p99(&mut durs);
     let agg = ds.totals(AggSource::Cuda, Some(op_id as i64), pid);
     let edge_sampled = ds.edge_sampled.iter().any(|(p, s, c)| {
         *s == AggSource::Cuda && *c == op_id as i64 && pid.is_none_or(|f| f == *p)
     });
     let fully_stored = (agg.count == 0 || agg.stored >= agg.count) && !edge_sampled;
+    let launch_keep = ds
+        .launch_row_keep_ns
+        .filter(|_| !fully_stored && estimated == 0 && ds.op_class(op_id) == OpClass::Launch);
+    let (p50, p95, p99) = match launch_keep {
+        Some(keep) => {
+            let (nested_n, _) = agg_nested(ds, op_id, pid);
+            let mut weighted = launch_row_weights(calls, keep, agg.count - nested_n);
+            weighted_p50_p95_p99(&mut weighted)
+        }
+        None => p50_p95_p99(&mut durs),
+    };
     let (count, total, max, bytes, exact, mut basis) = if fully_stored {
         (
             raw_n,
@@ -360,6 +400,14 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
             "estimated from the kept raw rows",
         )
     };
+    if let Some(keep) = launch_keep {
+        basis.push_str(&format!(
+            "; launch rows: every launch of at least {} kept its row and the shorter ones one in \
+             K, so the kept rows are weighted (the short ones stand for the launches not kept) and \
+             the percentiles are of all calls",
+            crate::format::ns(keep)
+        ));
+    }
     if estimated > 0 {
         basis.push_str(&if estimated == raw_n {
             format!(

@@ -9,12 +9,16 @@ With EVERY (seconds), it also prints one line per window of about that
 length during the steady phase: {"window_end_ns", "window_s", "window_launches"},
 so that a probe attached to the running loop for a while (paired_cost.sh)
 is compared with the same process untraced before and after.
+With LOOP_PRINT_ADDR=1 it first prints {"cuLaunchKernel_addr": N}, the
+function's address in this process (for code_bytes.py).
 Usage: launch_loop.py SECONDS [BATCH] [EVERY]
 """
 import time
 
 START_NS = time.time_ns()
+import ctypes
 import json
+import os
 import sys
 
 import torch
@@ -26,6 +30,9 @@ def main() -> None:
     every = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     first_cuda_ns = time.time_ns()
     x = torch.zeros(1024, device="cuda")
+    if os.environ.get("LOOP_PRINT_ADDR") == "1":
+        fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+        print(json.dumps({"cuLaunchKernel_addr": ctypes.cast(fn, ctypes.c_void_p).value}), flush=True)
     for _ in range(3):
         for _ in range(batch):
             x.add_(1)

@@ -39,7 +39,14 @@ W="$OUT/paired-windows.jsonl"
 # (--no-python-stacks: native stacks only), traced_nooffcpu
 # (--no-offcpu-stacks: no stack at each switch-out), traced_launch16
 # (--launch-sample 16), traced_launch16_nostacks (the same, --stack-hz 0), traced_sampled
-# (--stack-hz 0 --sample 10: few rows for user space to write).
+# (--stack-hz 0 --sample 10: few rows for user space to write), traced_rows1
+# (--launch-rows 1: one ring record and raw row per launch).
+#
+# With COST_NEIGHBOUR=1 the traced phases trace a second copy of the loop
+# (pinned to COST_PIN2, default 5) instead: the measured loop is then an
+# untraced neighbour of a traced process, and each traced phase also
+# records whether each of the two runs the library's original code at
+# cuLaunchKernel (code_bytes.py, paired-code-bytes.jsonl).
 PHASES=${COST_PHASES:-floor entry_floor traced}
 NPH=$(echo $PHASES | wc -w)
 PIN=${COST_PIN-3}
@@ -54,8 +61,14 @@ else
 fi
 # Long enough for every phase, their start-up and stop; killed at the end.
 TOTAL=$(( (CYCLES * NPH * 2 + 3) * (PHASE + 3) + 30 ))
-"${LOOP_PIN[@]}" "$PY" "$S/cost/launch_loop.py" "$TOTAL" 1000 0.5 > "$W" 2> "$OUT/paired-loop.err" &
+"${LOOP_PIN[@]}" env LOOP_PRINT_ADDR=1 "$PY" "$S/cost/launch_loop.py" "$TOTAL" 1000 0.5 > "$W" 2> "$OUT/paired-loop.err" &
 P=$!
+TARGET=$P
+if [ "${COST_NEIGHBOUR:-0}" = 1 ]; then
+  taskset -c "${COST_PIN2:-5}" env LOOP_PRINT_ADDR=1 "$PY" "$S/cost/launch_loop.py" "$TOTAL" 1000 0.5 \
+    > "$OUT/paired-target.jsonl" 2> "$OUT/paired-target.err" &
+  TARGET=$!
+fi
 # Wait for the steady phase (the first window line).
 for _ in $(seq 600); do grep -q window_end_ns "$W" 2>/dev/null && break; sleep 0.1; done
 sleep 2
@@ -72,10 +85,18 @@ phase() {
   sw=$(awk '/ctxt_switches/ {printf "%s ", $2}' /proc/$P/task/$P/status)
   echo "$1 $(date +%s%N) $2 $cpu $sw" >> "$M"
 }
+addr_of() { grep -o '"cuLaunchKernel_addr": [0-9]*' "$1" | head -1 | awk '{print $2}'; }
 trace() { # NAME OPTIONS...
   local name=$1; shift
-  "${REST_PIN[@]}" "$ING" trace --quiet --no-gpu-samples "$@" --pid "$P" --duration "${PHASE}s" \
-    --db "$OUT/paired-$name-$c.db" > "$OUT/paired-$name-$c.out" 2> "$OUT/paired-$name-$c.err"
+  "${REST_PIN[@]}" "$ING" trace --quiet --no-gpu-samples "$@" --pid "$TARGET" --duration "${PHASE}s" \
+    --db "$OUT/paired-$name-$c.db" > "$OUT/paired-$name-$c.out" 2> "$OUT/paired-$name-$c.err" &
+  local t=$!
+  if [ "$TARGET" != "$P" ]; then
+    sleep 2
+    "$PY" "$S/cost/code_bytes.py" "$P" "$(addr_of "$W")" "$name neighbour" >> "$OUT/paired-code-bytes.jsonl"
+    "$PY" "$S/cost/code_bytes.py" "$TARGET" "$(addr_of "$OUT/paired-target.jsonl")" "$name traced" >> "$OUT/paired-code-bytes.jsonl"
+  fi
+  wait "$t"
 }
 for c in $(seq "$CYCLES"); do
   for ph in $PHASES; do
@@ -90,6 +111,7 @@ for c in $(seq "$CYCLES"); do
       traced_nooffcpu) trace traced_nooffcpu --no-offcpu-stacks ;;
       traced_sampled) trace traced_sampled --stack-hz 0 --sample 10 ;;
       traced_launch16) trace traced_launch16 --launch-sample 16 ;;
+      traced_rows1) trace traced_rows1 --launch-rows 1 ;;
       traced_launch16_nostacks) trace traced_launch16_nostacks --launch-sample 16 --stack-hz 0 ;;
       *) echo "unknown phase $ph" >&2; exit 2 ;;
     esac
@@ -115,8 +137,8 @@ done > "$OUT/paired-bpf-stats.txt"
 wait $T
 phase stats end
 echo "$STATS" > /proc/sys/kernel/bpf_stats_enabled
-kill "$P" 2>/dev/null
-wait "$P" 2>/dev/null
+kill "$P" "$TARGET" 2>/dev/null
+wait "$P" "$TARGET" 2>/dev/null
 "$PY" - "$M" "$W" "$OUT/paired-bpf-stats.txt" <<'PY' | tee "$OUT/paired-summary.txt"
 import json, os, re, statistics, sys
 lines = open(sys.argv[1]).read().splitlines()

@@ -88,6 +88,15 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 0,
           value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     launch_sample: u32,
+    /// Launch rows, with every launch timed: keep one outer kernel launch
+    /// in N per thread as a raw row (plus the first, every failed one and
+    /// every one of at least 50 us); the others are summed in the kernel
+    /// with their measured durations, so counts, totals and activity stay
+    /// exact while the ring buffer carries a fraction of the records.
+    /// 0 or 1 = one raw row per launch.
+    #[arg(long, value_name = "N", default_value_t = ingero_probes::config::DEFAULT_LAUNCH_ROWS,
+          value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    launch_rows: u32,
     /// No live table, even on a terminal.
     #[arg(long)]
     quiet: bool,
@@ -191,6 +200,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     config.python_stacks = !args.no_python_stacks;
     config.offcpu_stacks = !args.no_offcpu_stacks;
     config.launch_sample = args.launch_sample;
+    config.launch_rows = args.launch_rows;
     if let Some(n) = args.sample {
         config.raw = RawPolicy::Sampled {
             per_second: n,

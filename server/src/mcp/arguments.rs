@@ -305,6 +305,7 @@ mod tests {
             "output",
             "ring_size",
             "launch_sample",
+            "launch_rows",
         ] {
             assert!(e.contains(name), "{name} missing: {e}");
         }

@@ -55,6 +55,8 @@ pub fn launch_stats(
     let mut launches = 0i64;
     let mut graph_launches = 0i64;
     let mut small = 0i64;
+    // Outer launches per op, for weighting kept rows under launch rows.
+    let mut outer_by_op: std::collections::BTreeMap<u16, (i64, i64)> = Default::default();
     let rows: Vec<_> = ds
         .aggs
         .iter()
@@ -76,6 +78,9 @@ pub fn launch_stats(
         match ds.op_class(a.code as u16) {
             OpClass::Launch => {
                 launches += a.outer_count();
+                let e = outer_by_op.entry(a.code as u16).or_default();
+                e.0 += a.outer_count();
+                e.1 += a.stored - a.nested_count.min(a.stored);
                 small += a.small_launches - a.nested_small_launches;
             }
             OpClass::GraphLaunch => graph_launches += a.outer_count(),
@@ -90,8 +95,22 @@ pub fn launch_stats(
     // Geometry is read on the outer launch; a nested driver launch repeats it.
     let outer_threads: i64 = raw.iter().map(|c| c.threads).sum();
     let with_geometry = raw.iter().filter(|c| c.threads > 0).count() as i64;
-    let mut durs: Vec<i64> = raw.iter().map(|c| c.dur_ns).collect();
-    let (p50, _, p99) = crate::percentile::p50_p95_p99(&mut durs);
+    let (p50, _, p99) = match ds.launch_row_keep_ns {
+        // Launch rows: every long launch kept, short ones one in K, so each
+        // op's kept rows are weighted to stand for all its outer launches.
+        Some(keep) if outer_by_op.values().any(|(n, kept)| n > kept) => {
+            let mut weighted: Vec<(i64, f64)> = Vec::with_capacity(raw.len());
+            for (op, (outer, _)) in &outer_by_op {
+                let rows: Vec<&Call> = raw.iter().filter(|c| c.op_id == *op).map(|c| **c).collect();
+                weighted.extend(crate::stats::launch_row_weights(&rows, keep, *outer));
+            }
+            crate::percentile::weighted_p50_p95_p99(&mut weighted)
+        }
+        _ => {
+            let mut durs: Vec<i64> = raw.iter().map(|c| c.dur_ns).collect();
+            crate::percentile::p50_p95_p99(&mut durs)
+        }
+    };
     let mean_threads = if with_geometry > 0 {
         Some(outer_threads as f64 / with_geometry as f64)
     } else {

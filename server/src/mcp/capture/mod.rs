@@ -195,6 +195,15 @@ impl Capture {
             Some(n) => config.launch_sample = n,
             None => {}
         }
+        match args.launch_rows {
+            Some(n) if n > 1_000_000 => {
+                return Err(CaptureError::BadRequest(format!(
+                    "launch_rows {n} is too large: keep one launch row in at most 1000000 (32 is the default; 0 or 1 keeps every launch)"
+                )))
+            }
+            Some(n) => config.launch_rows = n,
+            None => {}
+        }
         let handle =
             ingero_probes::start(config).map_err(|e| CaptureError::Engine(e.to_string()))?;
         let watch = match self.limits.max_bytes {

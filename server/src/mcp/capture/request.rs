@@ -45,6 +45,13 @@ pub struct StartTraceArgs {
     /// Absent, 0 or 1: every launch is timed.
     #[schemars(range(max = 1_000_000))]
     pub launch_sample: Option<u32>,
+    /// With every launch timed: keep one kernel launch in this many per
+    /// thread as a raw row (plus each thread's first, failed ones and those
+    /// of at least 50 us); the others are summed in the kernel with their
+    /// measured durations (aggregates and activity exact). Absent: 32; 0 or
+    /// 1: one raw row per launch.
+    #[schemars(range(max = 1_000_000))]
+    pub launch_rows: Option<u32>,
 }
 
 /// The processes a capture follows, and how to say so.
