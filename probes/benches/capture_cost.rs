@@ -25,13 +25,99 @@ use std::time::{Duration, Instant};
 
 /// Starts `workload --stdin --bench n` (libraries loaded, waiting).
 fn spawn_bench(dir: &Path, n: u64) -> std::process::Child {
+    spawn_bench_as(dir, n, false)
+}
+
+/// The same, with `nested`: each runtime launch makes a driver launch, as
+/// the real runtime does (the capture then probes the driver level only).
+fn spawn_bench_as(dir: &Path, n: u64, nested: bool) -> std::process::Child {
     Command::new(dir.join("workload"))
         .args(["--stdin", "--bench", &n.to_string()])
         .env("INGERO_STANDIN_US", "0")
+        .env("INGERO_STANDIN_NESTED", if nested { "1" } else { "0" })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("workload")
+}
+
+/// The launch settings on the real launch path (runtime launches reaching
+/// the driver, both libraries probed): ns per launch added by each, against
+/// the same loop without probes and the driver-level floors. Returns the
+/// rows printed, for the ratios.
+fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
+    let median_of = |mut v: Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let base = median_of(
+        (0..rounds)
+            .map(|_| finish(spawn_bench_as(dir, n, true)))
+            .collect(),
+    );
+    println!(
+        "launch settings: {n} runtime launches, each reaching the driver (median of {rounds}), ns/launch"
+    );
+    println!("  without probes                          {base:>9.1}");
+    let driver = dir.join("libcuda.so.1");
+    for (kind, label) in [
+        (FloorProbes::Pair, "do-nothing pair on cuLaunchKernel"),
+        (FloorProbes::Entry, "do-nothing entry on cuLaunchKernel"),
+    ] {
+        let v = (0..rounds)
+            .map(|_| {
+                let child = spawn_bench_as(dir, n, true);
+                let probes =
+                    ProbeFloor::attach(&driver, &["cuLaunchKernel"], Some(child.id()), kind)
+                        .expect("floor probes (run as root)");
+                let ns = finish(child);
+                drop(probes);
+                ns
+            })
+            .collect();
+        let m = median_of(v);
+        println!(
+            "  {label:<38} {m:>9.1}  (+{:.1}, rate ratio {:.3})",
+            m - base,
+            base / m
+        );
+    }
+    let settings: [(&str, u32, u32); 3] = [
+        ("capture, one record per launch (--launch-rows 1)", 0, 1),
+        ("capture, default (launch rows 1 in 32)", 0, 32),
+        ("capture, --launch-sample 16", 16, 32),
+    ];
+    for (label, sample, rows) in settings {
+        let mut v = Vec::new();
+        let mut records = 0;
+        for round in 0..rounds {
+            let child = spawn_bench_as(dir, n, true);
+            let db = tmp.join(format!("launch{round}.db"));
+            let mut cfg = CaptureConfig::new(Target::Pid(child.id() as i32), &db);
+            cfg.libraries = vec![dir.join("libcudart.so.13"), driver.clone()];
+            cfg.ring_bytes = 64 << 20;
+            cfg.launch_sample = sample;
+            cfg.launch_rows = rows;
+            let handle = start(cfg).expect("start capture (run as root)");
+            v.push(finish(child));
+            handle.stop().expect("stop");
+            records = rusqlite::Connection::open(&db)
+                .and_then(|c| {
+                    c.query_row("SELECT COUNT(*) FROM cuda_calls", [], |r| {
+                        r.get::<_, i64>(0)
+                    })
+                })
+                .expect("raw rows");
+            let _ = std::fs::remove_file(&db);
+            wait_detached();
+        }
+        let m = median_of(v);
+        println!(
+            "  {label:<38} {m:>9.1}  (+{:.1}, rate ratio {:.3}; {records} raw rows for {n} launches)",
+            m - base,
+            base / m
+        );
+    }
 }
 
 /// Releases a waiting workload and returns its ns per call.
@@ -229,6 +315,8 @@ fn main() {
         "  beside a traced one          {t:>9.1}  (added {:.1} ns/call; the probes live in the traced process only)",
         t - p
     );
+
+    launch_settings(&dir, &tmp, N, rounds);
 
     let m: u64 = if bench { 3_000_000 } else { 300_000 };
     let sampled = RawPolicy::Sampled {

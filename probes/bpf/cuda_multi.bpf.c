@@ -18,12 +18,26 @@
 /* The cookie given to this attachment point at link creation. */
 static u64 (*bpf_get_attach_cookie)(void *ctx) = (void *)174;
 
+/* Cookie bit of a link bound to one process (src/multi_uprobe.rs): the
+ * kernel runs its programs for that process's threads only, so the tracked
+ * table need not be asked; the low 32 bits are the catalogue id. */
+#define COOKIE_SCOPED (1ULL << 32)
+
+/* Whether a call at an attachment point with `cookie` is recorded. */
+static __always_inline int call_wanted(u64 id, u64 cookie)
+{
+	if (cookie & COOKIE_SCOPED)
+		return !is_paused();
+	return is_tracked((u32)(id >> 32));
+}
+
 SEC("uprobe.multi") int cuda_enter(struct ingero_regs *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
-	if (!is_tracked((u32)(id >> 32)))
+	u64 cookie = bpf_get_attach_cookie(ctx);
+	if (!call_wanted(id, cookie))
 		return 0;
-	u32 op = (u32)bpf_get_attach_cookie(ctx);
+	u32 op = (u32)cookie;
 	struct call_val v = {};
 	switch (op) {
 #define CUDA_ENTER_CASE(name, OP_ID, SIZE, KIND, STREAM, GEOM)                   \
@@ -55,11 +69,12 @@ extern _Bool bpf_session_is_return(void) __attribute__((section(".ksyms")));
  */
 SEC("uprobe.session") int cuda_launch_session(struct ingero_regs *ctx)
 {
-	u32 op = (u32)bpf_get_attach_cookie(ctx);
+	u64 cookie = bpf_get_attach_cookie(ctx);
+	u32 op = (u32)cookie;
 	if (bpf_session_is_return())
 		return call_exit(ctx, op);
 	u64 id = bpf_get_current_pid_tgid();
-	if (!is_tracked((u32)(id >> 32)))
+	if (!call_wanted(id, cookie))
 		return 1;
 	struct call_val v = {};
 	switch (op) {

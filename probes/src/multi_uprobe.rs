@@ -90,6 +90,11 @@ pub struct MultiUprobes {
     session: Result<OwnedFd, String>,
 }
 
+/// Cookie bit of the attachment points of a link bound to one process
+/// (`COOKIE_SCOPED` in `bpf/cuda_multi.bpf.c`); the low 32 bits are the
+/// catalogue id.
+pub const COOKIE_SCOPED: u64 = 1 << 32;
+
 /// One probed function: its file offset and catalogue id (the cookie).
 #[derive(Debug, Clone, Copy)]
 pub struct ProbePoint {
@@ -219,7 +224,10 @@ fn link(
     let c_path = CString::new(path.as_os_str().as_bytes())
         .map_err(|e| syscall_err("library path", io::Error::other(e)))?;
     let offsets: Vec<u64> = points.iter().map(|p| p.offset).collect();
-    let cookies: Vec<u64> = points.iter().map(|p| p.op_id).collect();
+    // A link bound to one process says so in its cookies: its programs then
+    // skip the tracked-process lookup (the kernel already filters).
+    let scoped = if pid.is_some() { COOKIE_SCOPED } else { 0 };
+    let cookies: Vec<u64> = points.iter().map(|p| p.op_id | scoped).collect();
     let mut attr = LinkCreateAttr {
         prog_fd: prog.as_raw_fd() as u32,
         attach_type,

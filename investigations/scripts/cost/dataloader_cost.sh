@@ -85,7 +85,7 @@ for line in open(sys.argv[3]):
         continue
     side, _, rest = line.partition(" ")
     f = dict(re.findall(r"(\w+):\s+(\S+)", rest))
-    if "prog_id" in f and cur is not None:
+    if "run_cnt" in f and cur is not None:  # programs (link fds name a program too)
         cur[side][f["prog_id"]] = (f.get("prog_type", "?"), int(f.get("run_time_ns", 0)), int(f.get("run_cnt", 0)))
 traced = [e for e in epochs if e["kind"] == "traced"]
 for p, e in zip(pairs, traced):

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Every capture-cost figure of the launch loop, the untraced neighbour, the
+# seed benchmark's DataLoader phase, and start and stop, from one device
+# session, in two parts that each fit one device call (under 10 minutes):
+#   part A: paired launch-loop phases (pair and entry floors, the default
+#           capture, one record per launch, --launch-sample 16), then the
+#           same loop as an untraced neighbour of a traced copy;
+#   part B: DataLoader epochs traced and untraced in one process, then
+#           start and stop.
+# Run as root from the repository root:
+#   investigations/scripts/cost/cost_h200.sh A|B OUT_DIR INGERO_BINARY PROBE_FLOOR_BINARY
+set -u
+PART=${1:?part A or B}
+OUT=${2:?output directory}
+ING=${3:?ingero binary}
+FLOOR=${4:?probe_floor binary}
+D=$(dirname "$0")
+mkdir -p "$OUT"
+case $PART in
+  A)
+    COST_PHASES="floor entry_floor traced traced_rows1 traced_launch16" \
+      bash "$D/paired_cost.sh" "$OUT/loop" "$ING" "$FLOOR" 3 5
+    COST_NEIGHBOUR=1 COST_PHASES="traced" \
+      bash "$D/paired_cost.sh" "$OUT/neighbour" "$ING" "$FLOOR" 3 5
+    echo "== launch loop"; tail -n 12 "$OUT/loop/paired-summary.txt"
+    echo "== untraced neighbour of a traced copy"; grep -E "median ratio" "$OUT/neighbour/paired-summary.txt"
+    cat "$OUT/neighbour/paired-code-bytes.jsonl"
+    ;;
+  B)
+    bash "$D/dataloader_cost.sh" "$OUT/dataloader" "$ING" 6 1000000
+    bash "$D/start_stop.sh" "$OUT/startstop" "$ING" 5
+    ;;
+  *) echo "part A or B" >&2; exit 2 ;;
+esac
