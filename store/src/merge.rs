@@ -165,6 +165,14 @@ pub fn merge_into(out: &Path, inputs: &[MergeInput]) -> Result<MergeSummary> {
         "INSERT OR REPLACE INTO ingero_meta(key, value) VALUES ('aggregate_bucket_ns', ?1)",
         [checked.bucket_ns.to_string()],
     )?;
+    // Launch rows of any input: its kept rows are weighted in the merged
+    // file too; inputs with every row kept weigh 1 by the same rule.
+    if let Some(keep) = checked.launch_row_keep_ns {
+        conn.execute(
+            "INSERT OR REPLACE INTO ingero_meta(key, value) VALUES (?1, ?2)",
+            rusqlite::params![crate::schema::META_LAUNCH_ROW_KEEP_NS, keep.to_string()],
+        )?;
+    }
     output.finish()?;
     Ok(MergeSummary {
         path: out.to_path_buf(),
@@ -180,6 +188,8 @@ struct Checked {
     /// immutable, as [`TraceDb::open`] reads it, so that no `-wal`/`-shm`
     /// files appear next to it).
     wal_at_rest: Vec<bool>,
+    /// Launch-row threshold of the first input that records one.
+    launch_row_keep_ns: Option<i64>,
 }
 
 /// Opens every input once, so that a missing, foreign, newer or empty file,
@@ -187,9 +197,12 @@ struct Checked {
 fn check_inputs(inputs: &[MergeInput]) -> Result<Checked> {
     let mut first: Option<(PathBuf, i64)> = None;
     let mut wal_at_rest = Vec::with_capacity(inputs.len());
+    let mut launch_row_keep_ns = None;
     for input in inputs {
         let db = TraceDb::open(&input.path)?;
         check_mergeable(&db)?;
+        launch_row_keep_ns =
+            launch_row_keep_ns.or(db.meta_i64(crate::schema::META_LAUNCH_ROW_KEEP_NS));
         let bucket = db.aggregate_bucket_ns();
         match &first {
             None => first = Some((input.path.clone(), bucket)),
@@ -209,6 +222,7 @@ fn check_inputs(inputs: &[MergeInput]) -> Result<Checked> {
     Ok(Checked {
         bucket_ns: first.map_or(AGGREGATE_BUCKET_NS, |(_, b)| b),
         wal_at_rest,
+        launch_row_keep_ns,
     })
 }
 

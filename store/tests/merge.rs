@@ -949,3 +949,34 @@ fn an_input_with_a_wal_and_no_writer_is_read_as_it_stands() {
         expected
     );
 }
+
+#[test]
+fn the_launch_row_threshold_of_an_input_carries_over() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let with = altered_copy(
+        dir.path(),
+        NCCL,
+        "rows.db",
+        "INSERT OR REPLACE INTO ingero_meta(key, value) VALUES ('launch_row_keep_ns', '50000');",
+    );
+    let out = dir.path().join("merged.db");
+    merge_into(&out, &[input(LOADER, "a"), MergeInput::new(&with, "b")]).expect("merge");
+    let merged = output_conn(&out);
+    assert_eq!(
+        text(
+            &merged,
+            "SELECT value FROM ingero_meta WHERE key = 'launch_row_keep_ns'"
+        ),
+        "50000"
+    );
+    // Inputs without it give a file without it.
+    let plain = dir.path().join("plain.db");
+    merge_into(&plain, &[input(LOADER, "a"), input(STORM, "b")]).expect("merge");
+    assert_eq!(
+        one(
+            &output_conn(&plain),
+            "SELECT COUNT(*) FROM ingero_meta WHERE key = 'launch_row_keep_ns'"
+        ),
+        0
+    );
+}
