@@ -545,6 +545,7 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
         await expect_tool_error(c, "capture: two pids refused", "start_trace", {"pids": [1, 2]}, r"one pid per capture")
         await expect_tool_error(c, "capture: path in output refused", "start_trace", {"pids": [1], "output": "../x.db"}, r"plain file name")
         await expect_tool_error(c, "capture: unusable ring size refused", "start_trace", {"pids": [1], "ring_size": "3K"}, r"ring_size: 3K is not usable.*power of two")
+        await expect_tool_error(c, "capture: launch_rows above its range refused", "start_trace", {"pids": [1], "launch_rows": 2000000}, r"launch_rows.*1000000")
         if os.geteuid() != 0:
             await expect_tool_error(c, "capture: needs root", "start_trace", {"pids": [os.getpid()]}, r"root|CAP_BPF")
             # CI runs as root: there a skipped live capture is a failure, not a pass.
