@@ -61,7 +61,7 @@ struct launch_run {
 /* The probed calls a thread is inside, innermost last. */
 struct thread_calls {
 	u32 depth;    /* slots in use, 0..CALL_SLOTS */
-	u32 launches; /* outer driver launches seen under sampled timing */
+	u32 launches; /* outer driver launches seen under sampled timing or launch rows */
 	u64 est_ns;   /* recent mean duration of its timed outer driver launches */
 	struct launch_run run;
 	struct call_val slot[CALL_SLOTS];
@@ -200,7 +200,7 @@ static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
 	submit(e);
 }
 
-/* Sends thread `tid`'s pending run of untimed launches, if any. */
+/* Sends thread `tid`'s pending run of launches counted in the kernel, if any. */
 static __always_inline void flush_run(struct thread_calls *t, u32 pid, u32 tid)
 {
 	if (t->run.n == 0)

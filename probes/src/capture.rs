@@ -281,7 +281,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     timer.mark("session facts read");
     let setup = (|| -> Result<_, CaptureError> {
         let mut tw = TraceWriter::create(&config.db, &info, config.raw)?;
-        if config.launch_rows > 1 && config.launch_sample <= 1 {
+        if config.folds_launches() {
             tw.set_meta(
                 ingero_store::schema::META_LAUNCH_ROW_KEEP_NS,
                 &ingero_store::schema::LAUNCH_ROW_KEEP_NS.to_string(),

@@ -110,6 +110,13 @@ impl CaptureConfig {
             launch_rows: DEFAULT_LAUNCH_ROWS,
         }
     }
+
+    /// True when timed outer launches are summed in the kernel instead of
+    /// each sending its row (`folding_launches()` in `bpf/cuda.h`): launch
+    /// rows on, every launch timed.
+    pub fn folds_launches(&self) -> bool {
+        self.launch_sample <= 1 && self.launch_rows > 1
+    }
 }
 
 /// Parses a ring buffer size: bytes with an optional K, M or G suffix

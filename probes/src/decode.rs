@@ -44,7 +44,7 @@ pub enum Record {
     Host(HostEvent),
     /// A fork, exec or exit, with the command name of the task.
     Proc(HostEvent, String),
-    /// Untimed launches of one thread, counted in the kernel.
+    /// Launches of one thread counted in the kernel.
     LaunchRun(ingero_store::LaunchRun),
     /// A stack sample (on-CPU, or a CUDA thread leaving the CPU).
     Stack(RawStack),
@@ -148,27 +148,27 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
         }
         REC_LAUNCH_RUN => {
             need(b, tag, LAUNCH_RUN_LEN)?;
-            Ok(Record::LaunchRun(ingero_store::LaunchRun {
-                op_id: u16_at(b, 4),
-                pid: u32_at(b, 8) as i32,
-                tid: u32_at(b, 12) as i32,
-                ts_ns: clock.to_epoch(u64_at(b, 16)),
-                last_ts_ns: clock.to_epoch(u64_at(b, 24)),
-                est_ns: u64_at(b, 32).min(i64::MAX as u64) as i64,
-                stream: u64_at(b, 40) as i64,
-                threads: u64_at(b, 48).min(i64::MAX as u64) as i64,
-                count: i64::from(u32_at(b, 56)),
-                small: i64::from(u32_at(b, 60)),
-                timed: i64::from(u32_at(b, 64)),
-                last_end_ns: clock.to_epoch(u64_at(b, 72)),
-                timed_dur_ns: u64_at(b, 80).min(i64::MAX as u64) as i64,
-                timed_min_ns: if u32_at(b, 64) > 0 {
-                    u64_at(b, 88).min(i64::MAX as u64) as i64
-                } else {
-                    0
-                },
-                timed_max_ns: u64_at(b, 96).min(i64::MAX as u64) as i64,
-            }))
+            // The record carries the thread's run as the table holds it.
+            let run = crate::open_calls::RunVal {
+                first_ts: u64_at(b, 16),
+                last_ts: u64_at(b, 24),
+                last_end: u64_at(b, 72),
+                stream: u64_at(b, 40),
+                threads: u64_at(b, 48),
+                dur_sum: u64_at(b, 80),
+                dur_min: u64_at(b, 88),
+                dur_max: u64_at(b, 96),
+                n: u32_at(b, 56),
+                small: u32_at(b, 60),
+                op: u32::from(u16_at(b, 4)),
+                timed: u32_at(b, 64),
+            };
+            Ok(Record::LaunchRun(run.to_launch_run(
+                u32_at(b, 8) as i32,
+                u32_at(b, 12) as i32,
+                u64_at(b, 32),
+                clock,
+            )))
         }
         REC_HOST | REC_PROC => {
             need(b, tag, if tag == REC_HOST { HOST_LEN } else { PROC_LEN })?;

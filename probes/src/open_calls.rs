@@ -82,7 +82,7 @@ pub struct ThreadCalls {
     pub launches: u32,
     /// The thread's moving mean of its timed outer launches, in ns.
     pub est_ns: u64,
-    /// Untimed launches not yet sent.
+    /// Launches counted in the kernel, not yet sent.
     pub run: RunVal,
     /// The open calls, `depth` of them.
     pub slot: [CallVal; CALL_SLOTS],
@@ -92,6 +92,32 @@ impl ThreadCalls {
     /// The calls this thread is inside, outermost first.
     pub fn open(&self) -> &[CallVal] {
         &self.slot[..(self.depth as usize).min(CALL_SLOTS)]
+    }
+}
+
+impl RunVal {
+    /// The store's view of this run of thread `tid` in process `pid`, its
+    /// untimed launches lasting `est_ns` each: the one conversion of a
+    /// kernel run, whether it came as a ring record or was left in the table.
+    pub fn to_launch_run(&self, pid: i32, tid: i32, est_ns: u64, clock: &Clock) -> LaunchRun {
+        let ns = |v: u64| v.min(i64::MAX as u64) as i64;
+        LaunchRun {
+            ts_ns: clock.to_epoch(self.first_ts),
+            last_ts_ns: clock.to_epoch(self.last_ts),
+            pid,
+            tid,
+            op_id: self.op as u16,
+            count: i64::from(self.n),
+            est_ns: ns(est_ns),
+            stream: self.stream as i64,
+            threads: ns(self.threads),
+            small: i64::from(self.small),
+            timed: i64::from(self.timed),
+            timed_dur_ns: ns(self.dur_sum),
+            // The kernel starts the minimum at ~0; no timed launch, no minimum.
+            timed_min_ns: if self.timed > 0 { ns(self.dur_min) } else { 0 },
+            timed_max_ns: ns(self.dur_max),
+        }
     }
 }
 
@@ -125,9 +151,9 @@ impl OpenCalls {
             .any(|(_, t)| t.open().iter().any(|c| ops.contains(&c.op)))
     }
 
-    /// The runs of untimed launches still pending in the table (their
-    /// threads made no call after them before the stop). Call once, after
-    /// the probes are detached.
+    /// The runs of launches counted in the kernel still pending in the
+    /// table (their threads made no call after them before the stop). Call
+    /// once, after the probes are detached.
     pub fn left_runs(&self, clock: &Clock) -> Vec<LaunchRun> {
         let mut runs: Vec<LaunchRun> = self
             .map
@@ -136,27 +162,8 @@ impl OpenCalls {
             .filter(|(_, t)| t.run.n > 0)
             .map(|(tid, t)| {
                 let pid = t.slot[0].pid;
-                LaunchRun {
-                    ts_ns: clock.to_epoch(t.run.first_ts),
-                    last_ts_ns: clock.to_epoch(t.run.last_ts),
-                    pid: if pid != 0 { pid as i32 } else { tid as i32 },
-                    tid: tid as i32,
-                    op_id: t.run.op as u16,
-                    count: i64::from(t.run.n),
-                    est_ns: t.est_ns as i64,
-                    stream: t.run.stream as i64,
-                    threads: t.run.threads.min(i64::MAX as u64) as i64,
-                    small: i64::from(t.run.small),
-                    timed: i64::from(t.run.timed),
-                    timed_dur_ns: t.run.dur_sum.min(i64::MAX as u64) as i64,
-                    timed_min_ns: if t.run.timed > 0 {
-                        t.run.dur_min.min(i64::MAX as u64) as i64
-                    } else {
-                        0
-                    },
-                    timed_max_ns: t.run.dur_max.min(i64::MAX as u64) as i64,
-                    last_end_ns: clock.to_epoch(t.run.last_end),
-                }
+                let pid = if pid != 0 { pid as i32 } else { tid as i32 };
+                t.run.to_launch_run(pid, tid as i32, t.est_ns, clock)
             })
             .collect();
         runs.sort_by_key(|r| r.ts_ns);

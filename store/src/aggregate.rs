@@ -276,7 +276,6 @@ mod tests {
             timed_dur_ns: 0,
             timed_min_ns: 0,
             timed_max_ns: 0,
-            last_end_ns: 5_000_014_000,
         };
         let mut a = Aggregator::default();
         a.add(&Event::LaunchRun(run), true);
@@ -308,7 +307,6 @@ mod tests {
             timed_dur_ns: 31_000,
             timed_min_ns: 2_000,
             timed_max_ns: 9_000,
-            last_end_ns: 5_000_092_000,
         };
         let mut a = Aggregator::default();
         a.add(&Event::LaunchRun(run), true);

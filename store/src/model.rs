@@ -141,9 +141,6 @@ pub struct LaunchRun {
     /// Longest timed one, ns.
     #[serde(default)]
     pub timed_max_ns: i64,
-    /// Last launch's return, epoch ns (its entry when untimed).
-    #[serde(default)]
-    pub last_end_ns: i64,
 }
 
 impl LaunchRun {

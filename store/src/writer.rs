@@ -228,7 +228,7 @@ impl TraceWriter {
     }
 
     fn keep_raw(&mut self, event: &Event) -> bool {
-        // A run of untimed launches has no raw row: it is its totals.
+        // A run of launches counted in the kernel has no raw row: it is its totals.
         if matches!(event, Event::LaunchRun(_)) {
             return false;
         }

@@ -55,8 +55,10 @@ pub fn launch_stats(
     let mut launches = 0i64;
     let mut graph_launches = 0i64;
     let mut small = 0i64;
-    // Outer launches per op, for weighting kept rows under launch rows.
-    let mut outer_by_op: std::collections::BTreeMap<u16, (i64, i64)> = Default::default();
+    // Outer launches per op, for weighting kept rows under launch rows, and
+    // whether any launch went without its raw row.
+    let mut outer_by_op: std::collections::BTreeMap<u16, i64> = Default::default();
+    let mut rows_dropped = false;
     let rows: Vec<_> = ds
         .aggs
         .iter()
@@ -78,9 +80,8 @@ pub fn launch_stats(
         match ds.op_class(a.code as u16) {
             OpClass::Launch => {
                 launches += a.outer_count();
-                let e = outer_by_op.entry(a.code as u16).or_default();
-                e.0 += a.outer_count();
-                e.1 += a.stored - a.nested_count.min(a.stored);
+                *outer_by_op.entry(a.code as u16).or_default() += a.outer_count();
+                rows_dropped |= a.count > a.stored;
                 small += a.small_launches - a.nested_small_launches;
             }
             OpClass::GraphLaunch => graph_launches += a.outer_count(),
@@ -98,11 +99,15 @@ pub fn launch_stats(
     let (p50, _, p99) = match ds.launch_row_keep_ns {
         // Launch rows: every long launch kept, short ones one in K, so each
         // op's kept rows are weighted to stand for all its outer launches.
-        Some(keep) if outer_by_op.values().any(|(n, kept)| n > kept) => {
+        Some(keep) if rows_dropped => {
+            let mut by_op: std::collections::BTreeMap<u16, Vec<&Call>> = Default::default();
+            for c in &raw {
+                by_op.entry(c.op_id).or_default().push(**c);
+            }
             let mut weighted: Vec<(i64, f64)> = Vec::with_capacity(raw.len());
-            for (op, (outer, _)) in &outer_by_op {
-                let rows: Vec<&Call> = raw.iter().filter(|c| c.op_id == *op).map(|c| **c).collect();
-                weighted.extend(crate::stats::launch_row_weights(&rows, keep, *outer));
+            for (op, rows) in &by_op {
+                let outer = outer_by_op.get(op).copied().unwrap_or(rows.len() as i64);
+                weighted.extend(crate::stats::launch_row_weights(rows, keep, outer));
             }
             crate::percentile::weighted_p50_p95_p99(&mut weighted)
         }
