@@ -6,3 +6,9 @@ ING=${2:-./ingero}
 S=investigations/scripts
 mkdir -p "$OUT"
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+# The interpreter with PyTorch: $1 when given (a script's *_PYTHON
+# setting), else the device's torch environment, else python3.
+torch_python() {
+  local p=${1:-/opt/torch/.venv/bin/python}
+  if [ -x "$p" ]; then echo "$p"; else echo python3; fi
+}

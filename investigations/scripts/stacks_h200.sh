@@ -11,13 +11,12 @@
 #    (env STACKS_REPS, default 3), each run's phase timings on one line in
 #    OUT/stacks-overhead.txt, then the median ratios against untraced.
 . "$(dirname "$0")/device_setup.sh"
-PY=${STACKS_PYTHON:-/opt/torch/.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+PY=$(torch_python "${STACKS_PYTHON:-}")
+export PYTHONUNBUFFERED=1
 REPS=${STACKS_REPS:-3}
 SECS=${STACKS_SECONDS:-8}
 RES="$OUT/stacks-results.jsonl"
 : > "$RES"
-export PYTHONUNBUFFERED=1
 # sql DB QUERY: rows of a read-only query, tab-separated (no sqlite3 CLI needed).
 sql() { "$PY" -c 'import sqlite3, sys
 c = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{build_standins, explain_json};
+use common::{build_standins, explain_json, run_ok};
 use std::process::Command;
 
 fn ingero() -> Command {
@@ -16,19 +16,15 @@ fn explain_names_cpu_contention_in_a_real_capture() {
     let dir = tempfile::tempdir().expect("tempdir");
     let workload = build_standins(&dir.path().join("standin"));
     let db = dir.path().join("trace.db");
-    let out = ingero()
-        .env("INGERO_STANDIN_US", "200")
-        .args(["trace", "--quiet", "--db"])
-        .arg(&db)
-        .arg("--")
-        .arg(&workload)
-        .args(["--iters", "1500", "--workers", "6", "--worker-ms", "4000"])
-        .output()
-        .expect("run ingero trace");
-    assert!(
-        out.status.success(),
-        "trace failed (run as root): {}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        ingero()
+            .env("INGERO_STANDIN_US", "200")
+            .args(["trace", "--quiet", "--db"])
+            .arg(&db)
+            .arg("--")
+            .arg(&workload)
+            .args(["--iters", "1500", "--workers", "6", "--worker-ms", "4000"]),
+        "ingero trace (as root)",
     );
     // The workers' page faults are counted in the kernel, so nothing they
     // do pushes the traced calls out of the ring buffer.
@@ -81,26 +77,22 @@ fn launch_row_percentiles_are_of_every_launch_not_of_the_kept_rows() {
     let workload = build_standins(&dir.path().join("standin"));
     let db = dir.path().join("rows.db");
     let lib = workload.parent().expect("stand-in dir");
-    let out = ingero()
-        .env("INGERO_STANDIN_US", "20")
-        .env("INGERO_STANDIN_NESTED", "1")
-        .env("INGERO_STANDIN_SLOW_EVERY", "100")
-        .env("INGERO_STANDIN_SLOW_US", "1000")
-        .args(["trace", "--quiet", "--lib"])
-        .arg(lib.join("libcudart.so.13"))
-        .arg("--lib")
-        .arg(lib.join("libcuda.so.1"))
-        .arg("--db")
-        .arg(&db)
-        .arg("--")
-        .arg(&workload)
-        .args(["--bench", "60000"])
-        .output()
-        .expect("run ingero trace");
-    assert!(
-        out.status.success(),
-        "trace failed (run as root): {}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        ingero()
+            .env("INGERO_STANDIN_US", "20")
+            .env("INGERO_STANDIN_NESTED", "1")
+            .env("INGERO_STANDIN_SLOW_EVERY", "100")
+            .env("INGERO_STANDIN_SLOW_US", "1000")
+            .args(["trace", "--quiet", "--lib"])
+            .arg(lib.join("libcudart.so.13"))
+            .arg("--lib")
+            .arg(lib.join("libcuda.so.1"))
+            .arg("--db")
+            .arg(&db)
+            .arg("--")
+            .arg(&workload)
+            .args(["--bench", "60000"]),
+        "ingero trace (as root)",
     );
     let conn = rusqlite::Connection::open(&db).expect("open db");
     let (kept, kept_slow): (i64, i64) = conn

@@ -15,12 +15,11 @@
 . "$(dirname "$0")/../device_setup.sh"
 REPS=${3:-5}
 SECS=${4:-6}
-PY=${COST_PYTHON:-/opt/torch/.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+PY=$(torch_python "${COST_PYTHON:-}")
+export PYTHONUNBUFFERED=1
 L=$S/cost/launch_loop.py
 R="$OUT/cost-results.jsonl"
 : > "$R"
-export PYTHONUNBUFFERED=1
 
 # run LABEL [trace args...]: one loop, traced when args are given; appends a line.
 run() {

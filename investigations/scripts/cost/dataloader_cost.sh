@@ -22,8 +22,7 @@
 . "$(dirname "$0")/../device_setup.sh"
 PAIRS=${3:-6}
 SAMPLES=${4:-1000000}
-PY=${COST_PYTHON:-/opt/torch/.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+PY=$(torch_python "${COST_PYTHON:-}")
 export PYTHONUNBUFFERED=1
 E="$OUT/dataloader-epochs.jsonl"
 B="$OUT/dataloader-bpf.txt"

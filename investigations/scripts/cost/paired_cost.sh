@@ -27,8 +27,7 @@
 FLOOR=${3:?probe_floor binary}
 CYCLES=${4:-2}
 PHASE=${5:-7}
-PY=${COST_PYTHON:-/opt/torch/.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+PY=$(torch_python "${COST_PYTHON:-}")
 export PYTHONUNBUFFERED=1
 M="$OUT/paired-phases.txt"
 W="$OUT/paired-windows.jsonl"

@@ -10,8 +10,7 @@
 #   investigations/scripts/cost/start_stop.sh OUT_DIR INGERO_BINARY [RUNS]
 . "$(dirname "$0")/../device_setup.sh"
 RUNS=${3:-5}
-PY=${COST_PYTHON:-/opt/torch/.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+PY=$(torch_python "${COST_PYTHON:-}")
 R="$OUT/start-stop.txt"
 : > "$R"
 for i in $(seq "$RUNS"); do

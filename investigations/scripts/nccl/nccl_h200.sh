@@ -5,8 +5,7 @@
 # communicators, the process's rank.
 #   investigations/scripts/nccl/nccl_h200.sh OUT_DIR [INGERO_BINARY]
 source "$(dirname "$0")/../device_setup.sh"
-PY=${PYTHON:-/opt/torch/.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+PY=$(torch_python "${PYTHON:-}")
 NCCL=$("$PY" -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib', 'libnccl.so.2'))" 2>/dev/null)
 echo "nccl $NCCL"
 nm -D --defined-only "$NCCL" | awk '{print $NF}' | grep -E '^nccl' | sort -u > "$OUT/libnccl.so.2.txt"

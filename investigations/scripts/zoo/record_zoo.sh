@@ -12,12 +12,11 @@
 . "$(dirname "$0")/../device_setup.sh"
 shift 2 2>/dev/null || shift $#
 PHASES=${*:-core overhead smoke}
-PY=${ZOO_PYTHON:-/opt/torch/.venv/bin/python}
-[ -x "$PY" ] || PY=python3
+PY=$(torch_python "${ZOO_PYTHON:-}")
+export PYTHONUNBUFFERED=1
 Z=$S/zoo/zoo.py
 BUDGET=${ZOO_BUDGET_S:-540}
 T0=$(date +%s)
-export PYTHONUNBUFFERED=1
 log() { echo "== [$(( $(date +%s) - T0 ))s] $*"; }
 left() { [ $(( $(date +%s) - T0 )) -lt "$BUDGET" ] || { log "time budget spent, skipping: $*"; return 1; }; }
 RES="$OUT/zoo-results.jsonl"

@@ -1,7 +1,7 @@
 //! Shared by the capture tests: the stand-in CUDA libraries and workload.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// Builds `tests/standin` into `out` with make and returns the workload path.
 pub fn build_standins(out: &Path) -> PathBuf {
@@ -17,19 +17,28 @@ pub fn build_standins(out: &Path) -> PathBuf {
     out.join("workload")
 }
 
+/// Runs `cmd` to its end; panics with its stderr, under `what`, when it
+/// fails. (Not every test binary that shares this module calls it.)
+#[allow(dead_code)]
+pub fn run_ok(cmd: &mut Command, what: &str) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// `ingero explain --json --db DB`, parsed; panics with its stderr when it
 /// fails. (Not every test binary that shares this module calls it.)
 #[allow(dead_code)]
 pub fn explain_json(db: &Path) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
-        .args(["explain", "--json", "--db"])
-        .arg(db)
-        .output()
-        .expect("run ingero explain");
-    assert!(
-        out.status.success(),
-        "explain failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        Command::new(env!("CARGO_BIN_EXE_ingero"))
+            .args(["explain", "--json", "--db"])
+            .arg(db),
+        "ingero explain",
     );
     serde_json::from_slice(&out.stdout).expect("explain --json prints JSON")
 }
