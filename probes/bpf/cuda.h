@@ -50,6 +50,9 @@ struct launch_run {
 	u32 small;
 	u32 op;
 	u32 timed;    /* of which timed (folded at their return) */
+	u64 bound_sum; /* summed bounds of the bounded untimed members */
+	u32 bounded;  /* untimed members proven shorter than LAUNCH_SLOW_NS */
+	u32 last_open; /* 1 while the last member is untimed and not yet bounded */
 };
 
 /* A gap after which an untimed launch starts a new run: the activity spans'
@@ -63,13 +66,18 @@ struct thread_calls {
 	u32 depth;    /* slots in use, 0..CALL_SLOTS */
 	u32 launches; /* outer driver launches seen under sampled timing or launch rows */
 	u64 est_ns;   /* recent mean duration of its timed outer driver launches */
+	u64 last_launch; /* entry of its last outer driver launch (sampled timing) */
+	u32 learn;    /* 1 while its open outer launch is a dense-stretch sample */
+	u32 pad;
 	struct launch_run run;
 	struct call_val slot[CALL_SLOTS];
 };
 
 /* Sampled launch timing (set by the loader): 0 or 1 = every call timed;
- * N > 1 = time one outer driver launch in N per thread (the others are
- * counted at entry into runs, each with an estimated duration: rec_launch_run). */
+ * N > 1 = inside a thread's dense stretches of outer driver launches, time
+ * one in N (the others are counted at entry into runs, each with an
+ * estimated duration and a proven bound: rec_launch_run); every launch
+ * outside them is timed (launch_enter_sampled). */
 const volatile u32 cfg_launch_sample = 0;
 
 /* Launch rows (set by the loader), with every launch timed
@@ -80,7 +88,8 @@ const volatile u32 cfg_launch_sample = 0;
  * thread's run (rec_launch_run). */
 const volatile u32 cfg_launch_rows = 0;
 /* A launch this long always keeps its row: ten times a typical launch on
- * an idle queue, far below a launch blocked on a full queue or a lock. */
+ * an idle queue, far below a launch blocked on a full queue or a lock.
+ * Under sampled timing, the gap below which launches form a dense stretch. */
 #define LAUNCH_SLOW_NS 50000ULL
 
 /* True when timed outer driver launches are folded into runs. */
@@ -200,11 +209,34 @@ static __always_inline void emit_call(u32 op, u32 pid, u32 tid,
 	submit(e);
 }
 
-/* Sends thread `tid`'s pending run of launches counted in the kernel, if any. */
-static __always_inline void flush_run(struct thread_calls *t, u32 pid, u32 tid)
+/*
+ * Bounds the run's last member if it is untimed: a thread cannot make its
+ * next probed call (entered at `now`) before the launch returned, so the
+ * launch lasted at most now - its entry. Below LAUNCH_SLOW_NS the launch is
+ * proven fast and the bound is summed; otherwise (or when `now` is 0: no
+ * next call seen) it may have been slow, and stays counted as unbounded.
+ */
+static __always_inline void bound_last(struct launch_run *r, u64 now)
+{
+	if (!r->last_open)
+		return;
+	r->last_open = 0;
+	if (now < r->last_ts)
+		return;
+	u64 b = now - r->last_ts;
+	if (b < LAUNCH_SLOW_NS) {
+		r->bounded += 1;
+		r->bound_sum += b;
+	}
+}
+
+/* Sends thread `tid`'s pending run of launches counted in the kernel, if
+ * any, its last untimed member bounded by `now` (0: unknown). */
+static __always_inline void flush_run(struct thread_calls *t, u32 pid, u32 tid, u64 now)
 {
 	if (t->run.n == 0)
 		return;
+	bound_last(&t->run, now);
 	struct rec_launch_run *e = reserve(sizeof(*e));
 	if (e) {
 		e->rec = REC_LAUNCH_RUN;
@@ -224,6 +256,8 @@ static __always_inline void flush_run(struct thread_calls *t, u32 pid, u32 tid)
 		e->dur_sum = t->run.dur_sum;
 		e->dur_min = t->run.dur_min;
 		e->dur_max = t->run.dur_max;
+		e->bounded = t->run.bounded;
+		e->bound_sum = t->run.bound_sum;
 		submit(e);
 	}
 	t->run.n = 0;
@@ -258,9 +292,11 @@ static __always_inline void add_to_run(struct thread_calls *t, u32 pid, u32 tid,
 				       struct call_val *v, u64 entry, u64 end, int timed)
 {
 	struct launch_run *r = &t->run;
+	if (r->n)
+		bound_last(r, entry);
 	if (r->n && (r->op != op || r->stream != v->stream ||
 		     entry > r->last_end + LAUNCH_RUN_GAP_NS))
-		flush_run(t, pid, tid);
+		flush_run(t, pid, tid, entry);
 	if (r->n == 0) {
 		r->first_ts = entry;
 		r->op = op;
@@ -271,6 +307,9 @@ static __always_inline void add_to_run(struct thread_calls *t, u32 pid, u32 tid,
 		r->dur_sum = 0;
 		r->dur_min = ~0ULL;
 		r->dur_max = 0;
+		r->bound_sum = 0;
+		r->bounded = 0;
+		r->last_open = 0;
 	}
 	u64 th = launch_threads(v);
 	r->n += 1;
@@ -279,6 +318,7 @@ static __always_inline void add_to_run(struct thread_calls *t, u32 pid, u32 tid,
 	r->threads = r->threads + th < r->threads ? ~0ULL : r->threads + th;
 	if (th > 0 && th <= SMALL_LAUNCH_THREADS)
 		r->small += 1;
+	r->last_open = !timed;
 	if (timed) {
 		u64 dur = end - entry;
 		r->timed += 1;
@@ -352,13 +392,15 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 				return 0;
 			}
 			/* Launches folded before this one go first, in order. */
-			flush_run(t, (u32)(id >> 32), tid);
+			flush_run(t, (u32)(id >> 32), tid, t->slot[0].ts);
 		}
 		if (nccl_makes_comm(op))
 			nccl_read_new_comm(t->slot[i].grid, &t->slot[i].stream);
 		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], dur, ret);
-		if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op))
+		if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op) && t->learn) {
+			t->learn = 0;
 			learn_launch_time(t, dur);
+		}
 		return 0;
 	}
 	return 0;
@@ -393,17 +435,18 @@ static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
 				      struct call_val *v)
 {
 	u32 depth = t->depth;
+	u64 now = bpf_ktime_get_ns();
 	/* Launches counted before this call go first, in order; an outer
 	 * driver launch that may be folded decides at its return. */
 	if (!(depth == 0 && is_driver_launch(op) && folding_launches()))
-		flush_run(t, (u32)(id >> 32), (u32)id);
+		flush_run(t, (u32)(id >> 32), (u32)id, now);
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i < depth && t->slot[i].op == op) {
 			depth = (u32)i;
 			break;
 		}
 	}
-	v->ts = bpf_ktime_get_ns();
+	v->ts = now;
 	v->pid = (u32)(id >> 32);
 	v->op = op;
 	v->flags = depth > 0 ? REC_CUDA_NESTED : 0;
@@ -428,11 +471,17 @@ static __always_inline void call_enter(u64 id, u32 op, struct call_val *v)
  * Entry of a driver launch under sampled timing. Returns 0 when the launch
  * is timed (opened like any call; its return is wanted), 1 when it is not:
  * then it is counted into the thread's run of untimed launches (sent as one
- * rec_launch_run, each with the thread's estimate as its duration), and its
- * return is not wanted. Timed:
- * every nested launch (inside a runtime launch, before the runtime probe
- * goes), a thread's launches until it has an estimate, and one outer
- * launch in cfg_launch_sample.
+ * rec_launch_run, each with the thread's estimate as its duration and,
+ * once the thread's next probed call enters, a proven bound), and its
+ * return is not wanted.
+ *
+ * Only launches inside a dense stretch go untimed: entered less than
+ * LAUNCH_SLOW_NS after the thread's previous outer launch, which therefore
+ * lasted less than that. Timed: every nested launch (inside a runtime
+ * launch, before the runtime probe goes), every launch outside a dense
+ * stretch (the first after a pause, each of a run of slow ones), and one
+ * in cfg_launch_sample of the dense ones, the sample the estimate learns
+ * from (so a slow launch never inflates the estimate of the fast ones).
  */
 static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val *v)
 {
@@ -444,13 +493,18 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 		open_call(t, id, op, v);
 		return 0;
 	}
+	u64 now = bpf_ktime_get_ns();
+	u64 prev = t->last_launch;
+	t->last_launch = now;
+	int dense = prev != 0 && now > prev && now - prev < LAUNCH_SLOW_NS;
 	u32 n = t->launches;
-	t->launches = n + 1;
-	if (t->est_ns == 0 || n % cfg_launch_sample == 0) {
+	if (dense)
+		t->launches = n + 1;
+	if (!dense || t->est_ns == 0 || n % cfg_launch_sample == 0) {
+		t->learn = dense;
 		open_call(t, id, op, v);
 		return 0;
 	}
-	u64 now = bpf_ktime_get_ns();
 	add_to_run(t, (u32)(id >> 32), tid, op, v, now, now, 0);
 	return 1;
 }
@@ -650,8 +704,8 @@ static __always_inline void end_open_calls(u32 pid, u32 tid)
 	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return;
-	flush_run(t, pid, tid);
 	u64 now = bpf_ktime_get_ns();
+	flush_run(t, pid, tid, now);
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i >= t->depth)
 			break;

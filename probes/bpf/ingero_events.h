@@ -113,11 +113,12 @@ struct rec_launch_run {
 	u32 count;   /* launches */
 	u32 small;   /* of which with 1..65,536 threads */
 	u32 timed;   /* of which timed (the rest last est_ns each) */
-	u32 pad;
+	u32 bounded; /* untimed ones proven shorter than 50 us (cuda.h bound_last) */
 	u64 last_end; /* last launch's return (its entry when untimed) */
 	u64 dur_sum;  /* summed durations of the timed ones */
 	u64 dur_min;  /* shortest timed one (~0 when none) */
 	u64 dur_max;  /* longest timed one */
+	u64 bound_sum; /* summed bounds of the bounded untimed ones */
 };
 
 struct rec_proc {

@@ -281,7 +281,9 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     timer.mark("session facts read");
     let setup = (|| -> Result<_, CaptureError> {
         let mut tw = TraceWriter::create(&config.db, &info, config.raw)?;
-        if config.folds_launches() {
+        // Both keep every timed launch of at least the threshold as a row
+        // and stand the shorter rows for the other launches.
+        if config.folds_launches() || config.launch_sample > 1 {
             tw.set_meta(
                 ingero_store::schema::META_LAUNCH_ROW_KEEP_NS,
                 &ingero_store::schema::LAUNCH_ROW_KEEP_NS.to_string(),

@@ -65,11 +65,13 @@ pub struct CaptureConfig {
     /// With stack sampling on: Python frames of traced CPython processes at
     /// the same rate (py-spy, from a thread of ingero's own).
     pub python_stacks: bool,
-    /// Sampled launch timing: 0 or 1 times every call; N > 1 times one
-    /// outer driver launch in N per thread and counts the others in the
-    /// kernel into runs, each with the thread's recent mean launch time
-    /// (estimated, in the aggregates, no raw row), so they cost one probe
-    /// trap and no ring record. Needs uprobe sessions
+    /// Sampled launch timing: 0 or 1 times every call; N > 1 leaves outer
+    /// driver launches untimed only inside a thread's dense stretches
+    /// (entered under 50 us after its previous one): one in N of those is
+    /// timed, the others are counted in the kernel into runs with the
+    /// thread's recent mean launch time (estimated, in the aggregates, no
+    /// raw row) and bounded by the thread's next probed call, so they cost
+    /// one probe trap and no ring record. Needs uprobe sessions
     /// (Linux 6.13+); without them every launch is timed, with a warning.
     pub launch_sample: u32,
     /// Launch rows, with every launch timed (`launch_sample` 0 or 1): 0 or

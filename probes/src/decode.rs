@@ -25,7 +25,7 @@ const HOST_LEN: usize = 40;
 const PROC_LEN: usize = 48;
 const NOTICE_LEN: usize = 16;
 const PAGES_LEN: usize = 40;
-const LAUNCH_RUN_LEN: usize = 104;
+const LAUNCH_RUN_LEN: usize = 112;
 /// Frames in `rec_stack.user` and `rec_stack.kernel` (`STACK_*_FRAMES`).
 const STACK_USER_FRAMES: usize = 127;
 const STACK_KERNEL_FRAMES: usize = 48;
@@ -162,6 +162,10 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
                 small: u32_at(b, 60),
                 op: u32::from(u16_at(b, 4)),
                 timed: u32_at(b, 64),
+                bound_sum: u64_at(b, 104),
+                bounded: u32_at(b, 68),
+                // A record's last member was bounded at the flush, or never.
+                last_open: 0,
             };
             Ok(Record::LaunchRun(run.to_launch_run(
                 u32_at(b, 8) as i32,

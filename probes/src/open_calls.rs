@@ -66,6 +66,13 @@ pub struct RunVal {
     pub op: u32,
     /// Of the launches, those timed.
     pub timed: u32,
+    /// Summed bounds of the untimed launches proven shorter than 50 us.
+    pub bound_sum: u64,
+    /// Untimed launches proven shorter than 50 us (the gap to their
+    /// thread's next probed call was shorter).
+    pub bounded: u32,
+    /// 1 while the last launch is untimed and not yet bounded.
+    pub last_open: u32,
 }
 
 /// Most calls one thread is inside at once (`CALL_SLOTS` in `bpf/cuda.h`).
@@ -82,6 +89,12 @@ pub struct ThreadCalls {
     pub launches: u32,
     /// The thread's moving mean of its timed outer launches, in ns.
     pub est_ns: u64,
+    /// Entry of its last outer driver launch (sampled timing).
+    pub last_launch: u64,
+    /// 1 while its open outer launch is a sample of a dense stretch.
+    pub learn: u32,
+    /// Padding.
+    pub pad: u32,
     /// Launches counted in the kernel, not yet sent.
     pub run: RunVal,
     /// The open calls, `depth` of them.
@@ -117,6 +130,8 @@ impl RunVal {
             // The kernel starts the minimum at ~0; no timed launch, no minimum.
             timed_min_ns: if self.timed > 0 { ns(self.dur_min) } else { 0 },
             timed_max_ns: ns(self.dur_max),
+            bounded: i64::from(self.bounded),
+            bound_ns: ns(self.bound_sum),
         }
     }
 }

@@ -47,6 +47,12 @@ pub struct AggTotals {
     pub estimated_count: i64,
     /// Their summed (estimated) duration, part of `sum_dur_ns`.
     pub estimated_dur_ns: i64,
+    /// Of the estimated ones, those proven shorter than 50 us (the next
+    /// probed call of their thread entered sooner): see
+    /// [`crate::model::LaunchRun::bounded`].
+    pub estimated_bounded: i64,
+    /// Summed bounds of those, ns: an upper bound of their real time.
+    pub estimated_bound_ns: i64,
 }
 
 /// Totals of the nested calls among those of an [`AggTotals`] row.
@@ -79,6 +85,8 @@ impl AggTotals {
             nested: NestedPart::default(),
             estimated_count: 0,
             estimated_dur_ns: 0,
+            estimated_bounded: 0,
+            estimated_bound_ns: 0,
         }
     }
 }
@@ -184,6 +192,8 @@ impl Aggregator {
             t.max_dur_ns = t.max_dur_ns.max(r.est_ns);
             t.estimated_count += untimed;
             t.estimated_dur_ns = t.estimated_dur_ns.saturating_add(r.estimated_dur_ns());
+            t.estimated_bounded += r.bounded.clamp(0, untimed);
+            t.estimated_bound_ns = t.estimated_bound_ns.saturating_add(r.bound_ns.max(0));
         }
         t.sum_threads = t.sum_threads.saturating_add(r.threads);
         t.small_launches += r.small;
@@ -276,12 +286,17 @@ mod tests {
             timed_dur_ns: 0,
             timed_min_ns: 0,
             timed_max_ns: 0,
+            bounded: 14,
+            bound_ns: 14_000,
         };
         let mut a = Aggregator::default();
         a.add(&Event::LaunchRun(run), true);
         let (_, t) = a.drain().next().expect("one row");
         assert_eq!((t.count, t.stored, t.sum_dur_ns), (15, 0, 15_000));
         assert_eq!((t.estimated_count, t.estimated_dur_ns), (15, 15_000));
+        // The last of the 15 had no next call within 50 us: unbounded.
+        assert_eq!((t.estimated_bounded, t.estimated_bound_ns), (14, 14_000));
+        assert_eq!(run.unbounded(), 1);
         assert_eq!((t.min_dur_ns, t.max_dur_ns), (1_000, 1_000));
         assert_eq!((t.sum_threads, t.small_launches), (960, 15));
         let at: Vec<i64> = run.spread().collect();
@@ -307,6 +322,8 @@ mod tests {
             timed_dur_ns: 31_000,
             timed_min_ns: 2_000,
             timed_max_ns: 9_000,
+            bounded: 0,
+            bound_ns: 0,
         };
         let mut a = Aggregator::default();
         a.add(&Event::LaunchRun(run), true);

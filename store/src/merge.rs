@@ -806,6 +806,7 @@ mod tests {
         "max_dur_ns",
         "nested_dur_ns",
         "estimated_dur_ns",
+        "estimated_bound_ns",
         "off_cpu_ns",
         "sum_off_cpu_ns",
         "launch_ns",

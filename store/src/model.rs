@@ -100,8 +100,11 @@ pub enum Event {
 /// Consecutive outer driver launches of one thread counted in the kernel
 /// instead of sent one by one: same function and stream, each entered less
 /// than 1 ms after the previous ended. Two kinds of member:
-/// - untimed (sampled launch timing, `--launch-sample N`): each lasts the
-///   thread's recent mean timed launch duration (`est_ns`), flagged estimated;
+/// - untimed (sampled launch timing, `--launch-sample N`, only inside dense
+///   stretches): each lasts the thread's recent mean timed launch duration
+///   (`est_ns`), flagged estimated; those whose thread's next probed call
+///   entered less than 50 us later are proven shorter than that (`bounded`);
+///   the others may have been slow (`unbounded()`);
 /// - timed whose row was not kept (launch rows, the default): their exact
 ///   durations are summed (`timed_dur_ns`).
 ///
@@ -141,6 +144,14 @@ pub struct LaunchRun {
     /// Longest timed one, ns.
     #[serde(default)]
     pub timed_max_ns: i64,
+    /// Of the untimed ones, those proven shorter than 50 us: their thread's
+    /// next probed call entered less than that after them. The others
+    /// (untimed, not bounded) may have been slow.
+    #[serde(default)]
+    pub bounded: i64,
+    /// Summed bounds of the bounded ones, ns: an upper bound of their time.
+    #[serde(default)]
+    pub bound_ns: i64,
 }
 
 impl LaunchRun {
@@ -161,6 +172,12 @@ impl LaunchRun {
     /// Launches of the run that were not timed.
     pub fn untimed(&self) -> i64 {
         (self.count.max(1) - self.timed.max(0)).max(0)
+    }
+
+    /// Untimed launches not proven short: followed by a gap of 50 us or
+    /// more (or by the stop) before their thread's next probed call.
+    pub fn unbounded(&self) -> i64 {
+        (self.untimed() - self.bounded.max(0)).max(0)
     }
 
     /// Duration of the untimed ones, all estimated, ns.

@@ -244,6 +244,13 @@ pub const COLUMNS_V7: &[(&str, &str, &str)] = &[
     ("stack_samples", "rank", "-1"),
 ];
 
+/// Columns added in schema version 8 (bounded untimed launches): an older
+/// file bounded none.
+pub const COLUMNS_V8: &[(&str, &str, &str)] = &[
+    ("aggregates", "estimated_bounded", "0"),
+    ("aggregates", "estimated_bound_ns", "0"),
+];
+
 /// Tables whose rows carry a pid, and so (from version 7) the node and rank
 /// of that process.
 pub const PID_TABLES: &[&str] = &[
@@ -266,6 +273,7 @@ pub const ADDED_COLUMNS: &[(i64, &[AddedColumn])] = &[
     (5, COLUMNS_V5),
     (6, COLUMNS_V6),
     (7, COLUMNS_V7),
+    (8, COLUMNS_V8),
 ];
 
 /// A column added to an existing table: `(table, column, value an older
@@ -431,7 +439,19 @@ ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT
     ESTIMATED_DURATION_SQL,
     PAGE_RUNS_SQL,
     concat!(nccl_tables_v7!(), rank_columns_v7!()),
+    BOUNDED_LAUNCHES_SQL,
 ];
+
+/// Columns added in schema version 8: what is known of the launches whose
+/// duration was estimated.
+pub const BOUNDED_LAUNCHES_SQL: &str = r#"
+-- Version 8: of estimated_count (launches not timed under sampled launch timing), those proven
+-- shorter than 50 us because their thread's next probed call entered less than 50 us after them,
+-- and the sum of those gaps (an upper bound of their real total). estimated_count -
+-- estimated_bounded launches may have lasted longer: their duration is unknown.
+ALTER TABLE aggregates ADD COLUMN estimated_bounded INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aggregates ADD COLUMN estimated_bound_ns INTEGER NOT NULL DEFAULT 0;
+"#;
 
 /// Tables added in schema version 7 that an older file lacks (the reader
 /// shows them empty).

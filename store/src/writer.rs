@@ -342,9 +342,9 @@ impl TraceWriter {
                 "INSERT INTO aggregates(session_id, bucket_ns, pid, source, code, count, stored, \
                  sum_dur_ns, min_dur_ns, max_dur_ns, sum_bytes, sum_threads, small_launches, \
                  nested_count, nested_dur_ns, nested_bytes, nested_threads, nested_small_launches, \
-                 estimated_count, estimated_dur_ns) \
+                 estimated_count, estimated_dur_ns, estimated_bounded, estimated_bound_ns) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \
-                 ?19, ?20) \
+                 ?19, ?20, ?21, ?22) \
                  ON CONFLICT(session_id, bucket_ns, pid, source, code) DO UPDATE SET \
                  count = count + excluded.count, stored = stored + excluded.stored, \
                  sum_dur_ns = sum_dur_ns + excluded.sum_dur_ns, \
@@ -359,7 +359,9 @@ impl TraceWriter {
                  nested_threads = nested_threads + excluded.nested_threads, \
                  nested_small_launches = nested_small_launches + excluded.nested_small_launches, \
                  estimated_count = estimated_count + excluded.estimated_count, \
-                 estimated_dur_ns = estimated_dur_ns + excluded.estimated_dur_ns",
+                 estimated_dur_ns = estimated_dur_ns + excluded.estimated_dur_ns, \
+                 estimated_bounded = estimated_bounded + excluded.estimated_bounded, \
+                 estimated_bound_ns = estimated_bound_ns + excluded.estimated_bound_ns",
             )?;
             for (k, t) in self.pending.drain() {
                 agg.execute(params![
@@ -382,7 +384,9 @@ impl TraceWriter {
                     t.nested.sum_threads,
                     t.nested.small_launches,
                     t.estimated_count,
-                    t.estimated_dur_ns
+                    t.estimated_dur_ns,
+                    t.estimated_bounded,
+                    t.estimated_bound_ns
                 ])?;
             }
         }

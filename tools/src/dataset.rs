@@ -112,6 +112,14 @@ pub struct AggRow {
     pub small_launches: i64,
     /// Of `small_launches`, nested ones.
     pub nested_small_launches: i64,
+    /// Of `count`, launches not timed (sampled launch timing): their
+    /// duration in `sum_dur_ns` is an estimate.
+    pub estimated_count: i64,
+    /// Of those, the ones proven shorter than 50 us by their thread's next
+    /// call; the rest may have been slow.
+    pub estimated_bounded: i64,
+    /// Summed bounds of the proven ones, ns (an upper bound of their time).
+    pub estimated_bound_ns: i64,
 }
 
 impl AggRow {
@@ -202,6 +210,9 @@ fn edge_buckets(
                 sum_threads: 0,
                 small_launches: 0,
                 nested_small_launches: 0,
+                estimated_count: 0,
+                estimated_bounded: 0,
+                estimated_bound_ns: 0,
             });
         e.count += count;
         e.stored += count;
@@ -288,10 +299,24 @@ pub struct Totals {
     pub max_dur_ns: i64,
     /// Sum of bytes.
     pub sum_bytes: i64,
+    /// Launches not timed (sampled launch timing), durations estimated.
+    pub estimated_count: i64,
+    /// Of those, the ones proven shorter than 50 us.
+    pub estimated_bounded: i64,
+    /// Summed bounds of the proven ones, ns.
+    pub estimated_bound_ns: i64,
 }
 
 impl Totals {
+    /// Untimed launches not proven short: their duration is unknown.
+    pub fn unbounded(&self) -> i64 {
+        (self.estimated_count - self.estimated_bounded).max(0)
+    }
+
     fn add(&mut self, a: &AggRow) {
+        self.estimated_count += a.estimated_count;
+        self.estimated_bounded += a.estimated_bounded;
+        self.estimated_bound_ns = self.estimated_bound_ns.saturating_add(a.estimated_bound_ns);
         self.count += a.count;
         self.stored += a.stored;
         self.sum_dur_ns = self.sum_dur_ns.saturating_add(a.sum_dur_ns);
@@ -450,7 +475,8 @@ impl Dataset {
             let mut stmt = conn
                 .prepare(
                     "SELECT bucket_ns, pid, source, code, count, stored, sum_dur_ns, max_dur_ns, sum_bytes, \
-                     nested_count, nested_dur_ns, nested_bytes, sum_threads, small_launches, nested_small_launches \
+                     nested_count, nested_dur_ns, nested_bytes, sum_threads, small_launches, nested_small_launches, \
+                     estimated_count, estimated_bounded, estimated_bound_ns \
                      FROM aggregates WHERE bucket_ns + ?3 > ?1 AND bucket_ns <= ?2",
                 )
                 .map_err(q)?;
@@ -477,6 +503,9 @@ impl Dataset {
                     sum_threads: r.get(12).map_err(q)?,
                     small_launches: r.get(13).map_err(q)?,
                     nested_small_launches: r.get(14).map_err(q)?,
+                    estimated_count: r.get(15).map_err(q)?,
+                    estimated_bounded: r.get(16).map_err(q)?,
+                    estimated_bound_ns: r.get(17).map_err(q)?,
                 });
             }
         }

@@ -350,7 +350,10 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
     let (p50, p95, p99) = match launch_keep {
         Some(keep) => {
             let (nested_n, _) = agg_nested(ds, op_id, pid);
-            let mut weighted = launch_row_weights(calls, keep, agg.count - nested_n);
+            // Untimed launches not proven short have no known duration:
+            // the distribution is of the others (the basis says so).
+            let mut weighted =
+                launch_row_weights(calls, keep, agg.count - nested_n - agg.unbounded());
             weighted_p50_p95_p99(&mut weighted)
         }
         None => p50_p95_p99(&mut durs),
@@ -400,7 +403,27 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
             "estimated from the kept raw rows",
         )
     };
-    if let Some(keep) = launch_keep {
+    if let (Some(keep), true) = (launch_keep, agg.estimated_count > 0) {
+        basis.push_str(&format!(
+            "; sampled launch timing: {} of the {} launches were not timed (each entered less \
+             than {} after its thread's previous launch; one in K of those was timed), so their \
+             share of the total is an estimate (each thread's mean of its timed ones); {} of them \
+             are proven shorter than {} (their thread's next call entered sooner; those gaps sum \
+             to {}, an upper bound of their time) and {} may have been longer (no call followed \
+             within {}): their durations are unknown and left out of the percentiles, which \
+             weight the timed rows (every timed launch of at least {} is a row, the shorter rows \
+             stand for the shorter launches)",
+            agg.estimated_count,
+            count,
+            crate::format::ns(keep),
+            agg.estimated_bounded,
+            crate::format::ns(keep),
+            crate::format::ns(agg.estimated_bound_ns),
+            agg.unbounded(),
+            crate::format::ns(keep),
+            crate::format::ns(keep),
+        ));
+    } else if let Some(keep) = launch_keep {
         basis.push_str(&format!(
             "; launch rows: every launch of at least {} kept its row and the shorter ones one in \
              K, so the kept rows are weighted (the short ones stand for the launches not kept) and \

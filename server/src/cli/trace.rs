@@ -79,12 +79,16 @@ pub struct Args {
     /// thread (where it blocked); on-CPU and Python samples stay.
     #[arg(long)]
     no_offcpu_stacks: bool,
-    /// Sampled launch timing: time one driver launch in N per thread and
-    /// record the others at entry, each with the thread's recent mean launch
-    /// time as its duration (marked estimated in the file: cuda_calls
-    /// .dur_estimated). An untimed launch costs one probe trap instead of
-    /// two. Every launch is still counted, with its geometry and stream.
-    /// Needs Linux 6.13+ (uprobe sessions); 0 or 1 = time every launch.
+    /// Sampled launch timing: inside a thread's dense stretches (a driver
+    /// launch entered under 50 us after its previous one), time one launch
+    /// in N and count the others at entry with the thread's recent mean
+    /// launch time (aggregates.estimated_count, no raw row; their return
+    /// codes are not seen), each bounded by the thread's next probed call
+    /// (estimated_bounded / estimated_bound_ns; unbounded ones stay out of
+    /// percentiles). Launches outside dense stretches are all timed. An
+    /// untimed launch costs one probe trap instead of two. Every launch is
+    /// still counted. Needs Linux 6.13+ (uprobe sessions); 0 or 1 (the
+    /// default) = time every launch.
     #[arg(long, value_name = "N", default_value_t = 0,
           value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     launch_sample: u32,

@@ -38,11 +38,15 @@ pub struct StartTraceArgs {
     /// Kernel ring buffer size, a power of two from "4K" to "1G" (default
     /// "16M"); raise it when a capture reports records dropped in the kernel.
     pub ring_size: Option<String>,
-    /// Time one kernel launch in this many per thread (e.g. 16) and record
-    /// the others at entry with the thread's recent mean launch time, flagged
-    /// as estimated (aggregates.estimated_count; no raw row): for launch-bound jobs,
-    /// where timing every launch costs most. Every launch is still counted.
-    /// Absent, 0 or 1: every launch is timed.
+    /// Inside a thread's dense stretches of kernel launches (each entered
+    /// under 50 us after the previous one), time one launch in this many
+    /// (e.g. 16) and count the others at entry with the thread's recent mean
+    /// launch time, flagged as estimated (aggregates.estimated_count, no raw
+    /// row, return codes not seen) and bounded by the thread's next call
+    /// (estimated_bounded, estimated_bound_ns): for launch-bound jobs, where
+    /// timing every launch costs most. Launches outside dense stretches are
+    /// all timed; every launch is still counted. Absent, 0 or 1: every
+    /// launch is timed.
     #[schemars(range(max = 1_000_000))]
     pub launch_sample: Option<u32>,
     /// With every launch timed: keep one kernel launch in this many per
