@@ -19,6 +19,7 @@
 #
 # Run as root from the repository root:
 #   investigations/scripts/cost/dataloader_cost.sh OUT_DIR INGERO_BINARY [PAIRS] [SAMPLES]
+# COST_TRACE_ARGS: extra trace options for the traced epochs (e.g. --launch-sample 16).
 . "$(dirname "$0")/../device_setup.sh"
 PAIRS=${3:-6}
 SAMPLES=${4:-1000000}
@@ -43,7 +44,8 @@ STATS=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
 epoch; echo "untraced" >> "$OUT/dataloader-kinds.txt"
 for i in $(seq "$PAIRS"); do
   echo 1 > /proc/sys/kernel/bpf_stats_enabled
-  "$ING" trace --quiet --no-gpu-samples --pid "$P" --duration 600s --db "$OUT/dl-$i.db" \
+  # shellcheck disable=SC2086
+  "$ING" trace --quiet --no-gpu-samples ${COST_TRACE_ARGS:-} --pid "$P" --duration 600s --db "$OUT/dl-$i.db" \
     > "$OUT/dl-trace-$i.out" 2> "$OUT/dl-trace-$i.err" &
   T=$!
   # Attached once the capture has its programs loaded and its links made.

@@ -8,6 +8,7 @@
 # Prints the medians.
 # Run as root from the repository root:
 #   investigations/scripts/cost/start_stop.sh OUT_DIR INGERO_BINARY [RUNS]
+# COST_TRACE_ARGS: extra trace options (e.g. --launch-sample 16).
 . "$(dirname "$0")/../device_setup.sh"
 RUNS=${3:-5}
 PY=$(torch_python "${COST_PYTHON:-}")
@@ -19,7 +20,8 @@ for i in $(seq "$RUNS"); do
   rm -f "$OUT/ss.db"
   t0=$(date +%s%N)
   # The command's line is the only all-digit one (ingero prints its summary too).
-  p=$("$ING" trace --quiet --no-gpu-samples --db "$OUT/ss.db" -- "$PY" -c "import time; print(time.time_ns())" \
+  # shellcheck disable=SC2086
+  p=$("$ING" trace --quiet --no-gpu-samples ${COST_TRACE_ARGS:-} --db "$OUT/ss.db" -- "$PY" -c "import time; print(time.time_ns())" \
     2> "$OUT/ss-$i.err" | grep -E '^[0-9]+$' | tail -1)
   t1=$(date +%s%N)
   echo "traced $i $((p - t0)) $((t1 - p))" >> "$R"
