@@ -83,9 +83,9 @@ fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
         );
     }
     let settings: [(&str, u32, u32); 3] = [
-        ("capture, one record per launch (--launch-rows 1)", 0, 1),
-        ("capture, default (launch rows 1 in 32)", 0, 32),
-        ("capture, --launch-sample 16", 16, 32),
+        ("capture, every launch timed, one record each", 0, 1),
+        ("capture, every launch timed, launch rows 1 in 32", 0, 32),
+        ("capture, default (--launch-sample 16)", 16, 32),
     ];
     for (label, sample, rows) in settings {
         let mut v = Vec::new();

@@ -531,10 +531,13 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
  * One probe pair per function: OP_ID is the catalogue id, SIZE/KIND/STREAM are
  * expressions over ARG(n) (evaluated only for traced processes), GEOM says
  * how a launch passes its geometry. These are the fallback for kernels
- * without multi-uprobe links (cuda_multi.bpf.c).
+ * without multi-uprobe links (cuda_multi.bpf.c). Each program has its own
+ * section: the loader copies a section's line info once per program in it,
+ * which for one shared section of some 200 programs took tens of
+ * milliseconds of every capture's start.
  */
 #define CUDA_PROBE(name, OP_ID, SIZE, KIND, STREAM, GEOM)                      \
-	SEC("uprobe") int e_##name(struct ingero_regs *ctx)                   \
+	SEC("uprobe/" #name) int e_##name(struct ingero_regs *ctx)            \
 	{                                                                     \
 		u64 id = bpf_get_current_pid_tgid();                          \
 		if (!is_tracked((u32)(id >> 32)))                             \
@@ -544,7 +547,7 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 		call_enter(id, (OP_ID), &v);                                  \
 		return 0;                                                     \
 	}                                                                     \
-	SEC("uretprobe") int r_##name(struct ingero_regs *ctx)                \
+	SEC("uretprobe/" #name) int r_##name(struct ingero_regs *ctx)         \
 	{                                                                     \
 		return call_exit(ctx, (OP_ID));                                  \
 	}

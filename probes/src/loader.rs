@@ -157,15 +157,23 @@ impl Probes {
     /// Loads every program into the kernel (nothing attached yet).
     pub fn load(opts: LoadOptions) -> Result<Probes, CaptureError> {
         let timer = crate::phase_timer::PhaseTimer::start("program load");
-        let btf = Btf::from_sys_fs().map_err(|e| CaptureError::NoBtf {
-            detail: e.to_string(),
-        })?;
+        // The loader parses the kernel's BTF for itself; ours (tracepoint
+        // programs, kernel functions of the multi-uprobe programs) is parsed
+        // at the same time on another thread.
+        let ours = std::thread::spawn(Btf::from_sys_fs);
+        let mut loader = EbpfLoader::new();
+        let btf = ours
+            .join()
+            .map_err(|_| CaptureError::NoBtf {
+                detail: "the thread reading it panicked".into(),
+            })?
+            .map_err(|e| CaptureError::NoBtf {
+                detail: e.to_string(),
+            })?;
         timer.mark("kernel BTF parsed");
         let trace_all: u32 = u32::from(opts.trace_all);
         let offcpu_stacks: u32 = u32::from(opts.offcpu_stacks);
-        let mut loader = EbpfLoader::new();
         loader
-            .btf(Some(&btf))
             .override_global("cfg_trace_all", &trace_all, true)
             .override_global("cfg_offcpu_stacks", &offcpu_stacks, true)
             .override_global("cfg_self_tgid", &opts.self_tgid, true)
@@ -194,7 +202,7 @@ impl Probes {
                 ("cfg_launch_sample", opts.launch_sample),
                 ("cfg_launch_rows", opts.launch_rows),
             ];
-            match MultiUprobes::load(&map_fds(&ebpf), &globals) {
+            match MultiUprobes::load(&map_fds(&ebpf), &globals, &btf) {
                 Ok(m) => Some(m),
                 Err(e) => {
                     warnings.record(

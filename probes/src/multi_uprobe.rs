@@ -106,10 +106,13 @@ pub struct ProbePoint {
 
 impl MultiUprobes {
     /// Loads both programs. `maps` gives the main object's map descriptors by
-    /// name; `globals` the read-only configuration values by symbol name.
+    /// name; `globals` the read-only configuration values by symbol name;
+    /// `kernel_btf` the running kernel's BTF (kernel functions the programs
+    /// call are resolved in it).
     pub fn load(
         maps: &HashMap<String, BorrowedFd<'_>>,
         globals: &[(&str, u32)],
+        kernel_btf: &aya_obj::btf::Btf,
     ) -> Result<MultiUprobes, MultiUprobeError> {
         let file =
             object::File::parse(OBJECT).map_err(|e| MultiUprobeError::Object(e.to_string()))?;
@@ -117,16 +120,64 @@ impl MultiUprobes {
         let license = CString::new(license.split(|&b| b == 0).next().unwrap_or_default())
             .map_err(|e| MultiUprobeError::Object(e.to_string()))?;
         let mut data_maps = DataMaps::new();
-        let mut kfuncs = Kfuncs::default();
-        let mut load = |(section, name): (&str, &str),
-                        attach_type: u32|
-         -> Result<OwnedFd, MultiUprobeError> {
-            let insns = relocated(&file, section, maps, globals, &mut data_maps, &mut kfuncs)?;
-            prog_load(name, &insns, &license, attach_type)
+        let mut kfuncs = Kfuncs { btf: kernel_btf };
+        let mut relocate = |section: &str, globals: &[(&str, u32)]| {
+            relocated(&file, section, maps, globals, &mut data_maps, &mut kfuncs)
         };
-        let enter = load(ENTER, BPF_TRACE_UPROBE_MULTI)?;
-        let ret = load(RETURN, BPF_TRACE_UPROBE_MULTI)?;
-        let session = load(SESSION, BPF_TRACE_UPROBE_SESSION).map_err(|e| e.to_string());
+        // Without the session program, driver launches go through the entry
+        // and return programs: they then time every launch, as with sampled
+        // timing off (so launch rows, when asked for, fold the short ones).
+        let untimed_off: Vec<(&str, u32)> = globals
+            .iter()
+            .map(|&(name, v)| (name, if name == "cfg_launch_sample" { 0 } else { v }))
+            .collect();
+        let session_insns = relocate(SESSION.0, globals);
+        let pair_samples = session_insns.is_ok();
+        let pair_globals = if pair_samples {
+            globals
+        } else {
+            &untimed_off[..]
+        };
+        let enter_insns = relocate(ENTER.0, pair_globals)?;
+        let ret_insns = relocate(RETURN.0, pair_globals)?;
+        // The kernel verifies the three programs independently: in parallel,
+        // the capture starts sooner.
+        let (session, enter, ret) = std::thread::scope(|scope| {
+            let license = &license;
+            let session = scope.spawn(move || -> Result<OwnedFd, MultiUprobeError> {
+                prog_load(
+                    SESSION.1,
+                    &session_insns?,
+                    license,
+                    BPF_TRACE_UPROBE_SESSION,
+                )
+            });
+            let enter =
+                scope.spawn(|| prog_load(ENTER.1, &enter_insns, license, BPF_TRACE_UPROBE_MULTI));
+            let ret = prog_load(RETURN.1, &ret_insns, license, BPF_TRACE_UPROBE_MULTI);
+            let joined =
+                |h: std::thread::ScopedJoinHandle<'_, Result<OwnedFd, MultiUprobeError>>| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(MultiUprobeError::Object(
+                            "program load thread panicked".into(),
+                        ))
+                    })
+                };
+            (joined(session), joined(enter), ret)
+        });
+        let session = session.map_err(|e| e.to_string());
+        let (enter, ret) = if session.is_err() && pair_samples {
+            // The session program was relocated but the kernel refused it:
+            // the pair must time every launch after all.
+            let enter_insns = relocate(ENTER.0, &untimed_off)?;
+            let ret_insns = relocate(RETURN.0, &untimed_off)?;
+            (
+                prog_load(ENTER.1, &enter_insns, &license, BPF_TRACE_UPROBE_MULTI)?,
+                prog_load(RETURN.1, &ret_insns, &license, BPF_TRACE_UPROBE_MULTI)?,
+            )
+        } else {
+            (enter?, ret?)
+        };
         // The programs hold their own references to the data maps now.
         drop(data_maps);
         Ok(MultiUprobes {
@@ -255,25 +306,17 @@ fn section_bytes<'a>(file: &object::File<'a>, name: &str) -> Result<&'a [u8], Mu
 }
 
 /// Kernel functions called by the programs, resolved by name in the
-/// running kernel's BTF (read once, at the first call met).
-#[derive(Default)]
-struct Kfuncs {
-    btf: Option<aya_obj::btf::Btf>,
+/// running kernel's BTF (the loader's parsed copy: parsing it again would
+/// add tens of milliseconds to every capture's start).
+struct Kfuncs<'a> {
+    btf: &'a aya_obj::btf::Btf,
 }
 
-impl Kfuncs {
+impl Kfuncs<'_> {
     /// The BTF id of kernel function `name`.
     fn id(&mut self, name: &str) -> Result<u32, MultiUprobeError> {
-        if self.btf.is_none() {
-            let btf = aya_obj::btf::Btf::from_sys_fs()
-                .map_err(|e| MultiUprobeError::Object(format!("kernel BTF: {e}")))?;
-            self.btf = Some(btf);
-        }
-        let btf = self
-            .btf
-            .as_ref()
-            .ok_or_else(|| MultiUprobeError::Object("kernel BTF".into()))?;
-        btf.id_by_type_name_kind(name, aya_obj::btf::BtfKind::Func)
+        self.btf
+            .id_by_type_name_kind(name, aya_obj::btf::BtfKind::Func)
             .map_err(|_| {
                 MultiUprobeError::Object(format!(
                     "this kernel has no function `{name}` (uprobe sessions need Linux 6.13+)"
@@ -290,7 +333,7 @@ fn relocated(
     maps: &HashMap<String, BorrowedFd<'_>>,
     globals: &[(&str, u32)],
     data_maps: &mut DataMaps,
-    kfuncs: &mut Kfuncs,
+    kfuncs: &mut Kfuncs<'_>,
 ) -> Result<Vec<u8>, MultiUprobeError> {
     let bad = |m: String| MultiUprobeError::Object(format!("{section}: {m}"));
     let sec = file

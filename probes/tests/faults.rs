@@ -206,7 +206,9 @@ fn a_full_ring_buffer_counts_every_dropped_record() {
         ],
         |cfg| {
             cfg.ring_bytes = 4096;
-            // One record per launch: every call is a row or a counted drop.
+            // Every launch timed, one record each: every call is a row or a
+            // counted drop.
+            cfg.launch_sample = 0;
             cfg.launch_rows = 1;
             cfg.poll_interval = Duration::from_millis(200);
         },

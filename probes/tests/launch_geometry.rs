@@ -43,8 +43,9 @@ fn capture(db: &Path, multi_uprobes: bool, raw: RawPolicy) {
     cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
     cfg.duration = Some(std::time::Duration::from_secs(30));
     cfg.multi_uprobes = multi_uprobes;
-    // Every raw row kept means every launch's own row too.
+    // Every raw row kept means every launch timed, with its own row too.
     if raw == RawPolicy::All {
+        cfg.launch_sample = 0;
         cfg.launch_rows = 1;
     }
     cfg.raw = raw;

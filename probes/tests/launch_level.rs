@@ -275,8 +275,10 @@ fn launch_rows_keep_every_slow_launch_and_sum_the_rest_exactly() {
         "SELECT COUNT(*) {driver_rows} AND c.dur_ns >= {SLOW_NS}"
     ));
     let slow = LAUNCHES / SLOW_EVERY;
+    // A fast launch preempted for a millisecond (a loaded test machine)
+    // lasts that long too: allow a few, never a share of the 150,000.
     assert!(
-        (slow..=slow + slow / 100).contains(&slow_rows),
+        (slow..=slow + LAUNCHES / 500).contains(&slow_rows),
         "{slow_rows} rows of >= 1 ms for {slow} slow launches"
     );
     // Outer rows: one in 32 (counted per thread), plus those of at least
@@ -361,10 +363,11 @@ fn sampled_launches_are_bounded_and_no_slow_one_is_hidden() {
         slow_rows + unbounded >= slow,
         "{slow_rows} slow rows and {unbounded} unbounded for {slow} slow launches"
     );
-    // And unbounded launches are few: the slow ones, and at most the last
-    // of a run read at the stop.
+    // And unbounded launches are few: the slow ones, the last of a run read
+    // at the stop, and those whose thread was preempted before its next
+    // call (a loaded test machine): never a share of the 150,000.
     assert!(
-        unbounded <= slow + slow / 10,
+        unbounded <= slow + LAUNCHES / 250,
         "{unbounded} unbounded for {slow} slow launches"
     );
     // Timed durations plus the bounds are real time inside the bench.

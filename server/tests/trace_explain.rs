@@ -65,12 +65,12 @@ fn explain_names_cpu_contention_in_a_real_capture() {
     assert!(steps.contains("preemptions"), "{steps}");
 }
 
-/// Launch rows (the capture default) keep every launch of at least 50 us
-/// and one in 32 of the others, so the kept rows over-represent slow
-/// launches; the percentiles weight them back to every launch. The stand-in
-/// makes 60,000 launches of 20 us, every 100th 1 ms longer: 1% slow, so the
-/// median and p95 of all launches are fast ones, while among the kept rows
-/// (SQL) the slow ones are far more than 5%.
+/// Launch rows (with every launch timed, `--launch-sample 0`) keep every
+/// launch of at least 50 us and one in 32 of the others, so the kept rows
+/// over-represent slow launches; the percentiles weight them back to every
+/// launch. The stand-in makes 60,000 launches of 20 us, every 100th 1 ms
+/// longer: 1% slow, so the median and p95 of all launches are fast ones,
+/// while among the kept rows (SQL) the slow ones are far more than 5%.
 #[test]
 fn launch_row_percentiles_are_of_every_launch_not_of_the_kept_rows() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -83,7 +83,7 @@ fn launch_row_percentiles_are_of_every_launch_not_of_the_kept_rows() {
             .env("INGERO_STANDIN_NESTED", "1")
             .env("INGERO_STANDIN_SLOW_EVERY", "100")
             .env("INGERO_STANDIN_SLOW_US", "1000")
-            .args(["trace", "--quiet", "--lib"])
+            .args(["trace", "--quiet", "--launch-sample", "0", "--lib"])
             .arg(lib.join("libcudart.so.13"))
             .arg("--lib")
             .arg(lib.join("libcuda.so.1"))
@@ -129,5 +129,83 @@ fn launch_row_percentiles_are_of_every_launch_not_of_the_kept_rows() {
             .contains("launch rows"),
         "{}",
         launch["basis"]
+    );
+}
+
+/// Sampled launch timing (the capture default) on the same construction:
+/// 60,000 back-to-back launches of 20 us, every 100th 1 ms longer. Inside
+/// the dense stretch most launches go untimed; each slow one is either timed
+/// (a kept row of at least 1 ms) or untimed and unbounded (its thread's next
+/// call came 1 ms later), never counted among the proven-fast. The
+/// percentiles leave the unbounded out and stay fast ones, and the basis
+/// says how many were not timed.
+#[test]
+fn sampled_launch_percentiles_hide_no_slow_launch_among_the_fast() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workload = build_standins(&dir.path().join("standin"));
+    let db = dir.path().join("sampled.db");
+    let lib = workload.parent().expect("stand-in dir");
+    run_ok(
+        ingero()
+            .env("INGERO_STANDIN_US", "20")
+            .env("INGERO_STANDIN_NESTED", "1")
+            .env("INGERO_STANDIN_SLOW_EVERY", "100")
+            .env("INGERO_STANDIN_SLOW_US", "1000")
+            .args(["trace", "--quiet", "--lib"])
+            .arg(lib.join("libcudart.so.13"))
+            .arg("--lib")
+            .arg(lib.join("libcuda.so.1"))
+            .arg("--db")
+            .arg(&db)
+            .arg("--")
+            .arg(&workload)
+            .args(["--bench", "60000"]),
+        "ingero trace (as root)",
+    );
+    let conn = rusqlite::Connection::open(&db).expect("open db");
+    let (count, estimated, bounded): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT SUM(count), SUM(estimated_count), SUM(estimated_bounded) FROM aggregates \
+             WHERE source = 1 AND code = 101",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("aggregates");
+    assert_eq!(count, 60_000, "every driver launch counted");
+    assert!(
+        estimated > count / 2,
+        "{estimated} of {count} launches untimed: back-to-back launches are a dense stretch"
+    );
+    let slow_rows: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM cuda_calls WHERE op_id = 101 AND dur_ns >= 1000000",
+            [],
+            |r| r.get(0),
+        )
+        .expect("slow rows");
+    let unbounded = estimated - bounded;
+    assert!(
+        slow_rows + unbounded >= 600,
+        "600 slow launches made: {slow_rows} slow rows and {unbounded} untimed unbounded"
+    );
+    drop(conn);
+    let v = explain_json(&db);
+    let ops = v["stats"]["ops"].as_array().expect("ops");
+    let launch = ops
+        .iter()
+        .find(|o| o["op"] == "cuLaunchKernel")
+        .expect("cuLaunchKernel stats");
+    assert_eq!(launch["count"], 60_000, "every launch counted");
+    let basis = launch["basis"].as_str().unwrap_or_default();
+    for q in ["p50_ns", "p95_ns"] {
+        let p = launch[q].as_i64().expect(q);
+        assert!(
+            (20_000..1_000_000).contains(&p),
+            "{q} {p}: 99% of the launches are 20 us ones: {basis}"
+        );
+    }
+    assert!(
+        basis.contains("sampled launch timing") && basis.contains(&format!("{estimated} of")),
+        "{basis}"
     );
 }

@@ -39,7 +39,9 @@ W="$OUT/paired-windows.jsonl"
 # (--no-offcpu-stacks: no stack at each switch-out), traced_launch16
 # (--launch-sample 16), traced_launch16_nostacks (the same, --stack-hz 0), traced_sampled
 # (--stack-hz 0 --sample 10: few rows for user space to write), traced_rows1
-# (--launch-rows 1: one ring record and raw row per launch).
+# (--launch-sample 0 --launch-rows 1: every launch timed, one ring record and
+# raw row each), traced_timed (--launch-sample 0: every launch timed, launch
+# rows folding the short ones; the default before sampled launch timing).
 #
 # With COST_NEIGHBOUR=1 the traced phases trace a second copy of the loop
 # (pinned to COST_PIN2, default 5) instead: the measured loop is then an
@@ -110,7 +112,8 @@ for c in $(seq "$CYCLES"); do
       traced_nooffcpu) trace traced_nooffcpu --no-offcpu-stacks ;;
       traced_sampled) trace traced_sampled --stack-hz 0 --sample 10 ;;
       traced_launch16) trace traced_launch16 --launch-sample 16 ;;
-      traced_rows1) trace traced_rows1 --launch-rows 1 ;;
+      traced_rows1) trace traced_rows1 --launch-sample 0 --launch-rows 1 ;;
+      traced_timed) trace traced_timed --launch-sample 0 ;;
       traced_launch16_nostacks) trace traced_launch16_nostacks --launch-sample 16 --stack-hz 0 ;;
       *) echo "unknown phase $ph" >&2; exit 2 ;;
     esac

@@ -87,9 +87,10 @@ pub struct Args {
     /// (estimated_bounded / estimated_bound_ns; unbounded ones stay out of
     /// percentiles). Launches outside dense stretches are all timed. An
     /// untimed launch costs one probe trap instead of two. Every launch is
-    /// still counted. Needs Linux 6.13+ (uprobe sessions); 0 or 1 (the
-    /// default) = time every launch.
-    #[arg(long, value_name = "N", default_value_t = 0,
+    /// still counted. Needs Linux 6.13+ (uprobe sessions; older kernels
+    /// time every launch). 0 or 1 = time every launch (launch rows then
+    /// fold the short ones, exact).
+    #[arg(long, value_name = "N", default_value_t = ingero_probes::config::DEFAULT_LAUNCH_SAMPLE,
           value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     launch_sample: u32,
     /// Launch rows, with every launch timed: keep one outer kernel launch

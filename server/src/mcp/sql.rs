@@ -16,7 +16,7 @@ const TEXT_ROWS: usize = 50;
 /// Arguments of `run_sql`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SqlArgs {
-    /// One SELECT statement over sessions, processes, cuda_ops, cuda_calls, host_events, system_snapshots, aggregates, capture_losses (read sqlite_master for columns). Times are epoch ns, durations dur_ns. cuda_calls holds the kept raw rows only (kernel launches and sampled captures keep a subset): count calls and sum their time from aggregates (count, sum_dur_ns per op, process and second; stored = how many are raw rows). Integers beyond ±(2^53 - 1), such as epoch-ns times, come back as decimal strings so no digit is lost; compare them as numbers in SQL (ts_ns = 1764953063412657601).
+    /// One SELECT statement over sessions, processes, cuda_ops, cuda_calls, host_events, system_snapshots, aggregates, capture_losses (read sqlite_master for columns). Times are epoch ns, durations dur_ns. cuda_calls holds the kept raw rows only (kernel launches and sampled captures keep a subset): count calls and sum their time from aggregates (count, sum_dur_ns per op, process and second; stored = how many are raw rows; of count, estimated_count kernel launches were not timed, so their part of sum_dur_ns is an estimate, and estimated_bounded of those are proven under 50 us). Integers beyond ±(2^53 - 1), such as epoch-ns times, come back as decimal strings so no digit is lost; compare them as numbers in SQL (ts_ns = 1764953063412657601).
     pub sql: String,
     /// Most rows to return (default and upper bound set by the server, 1000).
     #[schemars(range(min = 1))]

@@ -40,16 +40,17 @@ pub struct StartTraceArgs {
     pub ring_size: Option<String>,
     /// Inside a thread's dense stretches of kernel launches (each entered
     /// under 50 us after the previous one), time one launch in this many
-    /// (e.g. 16) and count the others at entry with the thread's recent mean
+    /// and count the others at entry with the thread's recent mean
     /// launch time, flagged as estimated (aggregates.estimated_count, no raw
     /// row, return codes not seen) and bounded by the thread's next call
     /// (estimated_bounded, estimated_bound_ns): for launch-bound jobs, where
     /// timing every launch costs most. Launches outside dense stretches are
-    /// all timed; every launch is still counted. Absent, 0 or 1: every
-    /// launch is timed.
+    /// all timed; every launch is still counted. Absent: 16; 0 or 1: every
+    /// launch timed (exact durations, for a question about launch times
+    /// themselves).
     #[schemars(range(max = 1_000_000))]
     pub launch_sample: Option<u32>,
-    /// With every launch timed: keep one kernel launch in this many per
+    /// With every launch timed (launch_sample 0 or 1): keep one kernel launch in this many per
     /// thread as a raw row (plus each thread's first, failed ones and those
     /// of at least 50 us); the others are summed in the kernel with their
     /// measured durations (aggregates and activity exact). Absent: 32; 0 or
