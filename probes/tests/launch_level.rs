@@ -236,7 +236,7 @@ fn capture_bench(db: &Path, launch_sample: u32) -> i64 {
     (ns_per_call * LAUNCHES as f64) as i64
 }
 
-/// Launch rows (the default): every launch is timed, but an outer driver
+/// Launch rows (`launch_sample` 0): every launch is timed, but an outer driver
 /// launch keeps its own raw row only when it is its thread's first, one in
 /// 32, failed, or at least 50 us long; the others are summed in the kernel
 /// with their measured durations.

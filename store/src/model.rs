@@ -105,7 +105,7 @@ pub enum Event {
 ///   (`est_ns`), flagged estimated; those whose thread's next probed call
 ///   entered less than 50 us later are proven shorter than that (`bounded`);
 ///   the others may have been slow (`unbounded()`);
-/// - timed whose row was not kept (launch rows, the default): their exact
+/// - timed whose row was not kept (launch rows, with every launch timed): their exact
 ///   durations are summed (`timed_dur_ns`).
 ///
 /// A run reaches the aggregates (every launch counted) and the activity

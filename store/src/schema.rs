@@ -285,7 +285,7 @@ pub type AddedColumn = (&'static str, &'static str, &'static str);
 /// SMs x 2,048 threads would be 270,336; 65,536 is a quarter of that).
 pub const SMALL_LAUNCH_THREADS: i64 = 65_536;
 
-/// Under launch rows (the capture default) every outer kernel launch at
+/// Under launch rows, and under sampled launch timing (the capture default), every timed outer kernel launch at
 /// least this long keeps its raw row, whatever the one-in-K sampling of the
 /// others (`LAUNCH_SLOW_NS` in probes/bpf/cuda.h). Analysis weights the kept
 /// rows by it so percentiles are of every launch, not of the kept ones.
