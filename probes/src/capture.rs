@@ -15,7 +15,6 @@ use crate::stacks::python::{self as py_sampler, LivePids, PythonLinks};
 use crate::stacks::{spawn_symbolizer, StackStatus};
 use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats, LossBreakdown};
 use crate::{preflight, procs, sysinfo, writer};
-use ingero_store::TraceWriter;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
@@ -166,6 +165,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     }
     let trace_all = config.target == Target::AllProcesses;
     let clock = Clock::measure();
+    let db_prep = crate::db_prep::DbPrep::start(&config.db);
     let mut probes = Probes::load(LoadOptions {
         trace_all,
         self_tgid: std::process::id(),
@@ -280,7 +280,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     }
     timer.mark("session facts read");
     let setup = (|| -> Result<_, CaptureError> {
-        let mut tw = TraceWriter::create(&config.db, &info, config.raw)?;
+        let mut tw = db_prep.finish()?.start_session(&info, config.raw)?;
         // Both keep every timed launch of at least the threshold as a row
         // and stand the shorter rows for the other launches.
         if config.folds_launches() || config.launch_sample > 1 {

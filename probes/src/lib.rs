@@ -14,6 +14,7 @@ mod capture;
 pub mod clock;
 pub mod config;
 mod control;
+mod db_prep;
 pub mod decode;
 pub mod discovery;
 mod elf;

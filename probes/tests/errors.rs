@@ -184,6 +184,10 @@ fn refuses_bad_targets_and_libraries() {
         "{err}"
     );
     assert!(err.to_string().contains("pass the path of a libcudart.so"));
+    // The database file, prepared while the probes loaded, goes with the
+    // failed start: nothing is left behind.
+    assert!(!db.exists(), "a failed start left {}", db.display());
+    assert!(!ingero_store::wal_file(&db).exists());
 
     let err = start(CaptureConfig::new(
         Target::Command(vec!["/nonexistent/train".into()]),
@@ -192,6 +196,20 @@ fn refuses_bad_targets_and_libraries() {
     .err()
     .expect("missing program");
     assert!(matches!(err, CaptureError::Spawn { .. }), "{err}");
+
+    assert!(!db.exists(), "a failed start left {}", db.display());
+
+    // A file that was there before a failed start stays as it was.
+    std::fs::write(&db, b"").expect("write");
+    let mut cfg = CaptureConfig::new(Target::Command(vec!["true".into()]), &db);
+    cfg.libraries = vec![tmp.path().join("libcudart.so.99")];
+    assert!(start(cfg).is_err());
+    assert_eq!(
+        std::fs::metadata(&db).map(|m| m.len()).ok(),
+        Some(0),
+        "a file there before the start was changed or removed"
+    );
+    std::fs::remove_file(&db).expect("remove");
 
     if ingero_probes::discovery::well_known_libraries().is_empty() {
         let mut cfg = CaptureConfig::new(Target::Command(vec!["true".into()]), &db);

@@ -36,4 +36,4 @@ pub use nccl::{JobPlace, NcclCall};
 pub use open::{wal_file, DbFormat, TraceDb};
 pub use stacks::{FrameKind, StackFrame, StackKind, StackSample};
 pub use window::{parse_duration_ns, CaptureSpan, ResolvedWindow, TimeWindow};
-pub use writer::{RawPolicy, TraceWriter};
+pub use writer::{PreparedDb, RawPolicy, TraceWriter};

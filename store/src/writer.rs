@@ -150,6 +150,12 @@ fn activity_row(session_id: i64, s: &ActivitySpan) -> [i64; 12] {
 impl TraceWriter {
     /// Creates (or extends) the database at `path` and starts a session in it.
     pub fn create(path: &Path, info: &SessionInfo, policy: RawPolicy) -> Result<TraceWriter> {
+        TraceWriter::prepare(path)?.start_session(info, policy)
+    }
+
+    /// Opens or creates the database at `path`, refuses a foreign one, and
+    /// brings it to the current schema, without starting a session.
+    pub fn prepare(path: &Path) -> Result<PreparedDb> {
         let mut conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -177,6 +183,25 @@ impl TraceWriter {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         migrate(&mut conn)?;
+        Ok(PreparedDb {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// A database file opened, checked and brought to the current schema, with
+/// no session in it yet: a capture makes it while its probes load, and
+/// starts the session once it knows what it traces.
+pub struct PreparedDb {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl PreparedDb {
+    /// Starts a session in the prepared file.
+    pub fn start_session(self, info: &SessionInfo, policy: RawPolicy) -> Result<TraceWriter> {
+        let PreparedDb { conn, path } = self;
         conn.execute(
             "INSERT INTO sessions(host, kernel, cpu_model, cpu_cores, mem_total_mb, gpu_model, \
              gpu_driver, started_ns, stopped_ns, target_pids, command, tool_version) \
@@ -199,7 +224,7 @@ impl TraceWriter {
         let session_id = conn.last_insert_rowid();
         Ok(TraceWriter {
             conn,
-            path: path.to_path_buf(),
+            path,
             session_id,
             policy,
             pending: Aggregator::default(),
@@ -211,7 +236,9 @@ impl TraceWriter {
             nccl: Default::default(),
         })
     }
+}
 
+impl TraceWriter {
     /// Id of the session this writer appends to.
     pub fn session_id(&self) -> i64 {
         self.session_id
