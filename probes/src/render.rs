@@ -65,6 +65,16 @@ pub fn table(s: &CaptureStatus) -> String {
             duration(o.total_ns)
         );
     }
+    for o in s.ops.iter().filter(|o| o.estimated > 0) {
+        let _ = writeln!(
+            out,
+            "  {}: {} of {} not timed (sampled launch timing), each at its thread's mean \
+             above; --launch-sample 0 times every launch",
+            o.name,
+            count(o.estimated),
+            count(o.count)
+        );
+    }
     let _ = writeln!(out, "{:<24} {:>10} {:>9}", "HOST EVENT", "COUNT", "TOTAL");
     if s.host.is_empty() {
         let _ = writeln!(out, "  (no host events yet)");
@@ -281,6 +291,7 @@ mod tests {
                 total_ns: 15_000_000,
                 bytes: 0,
                 errors: 0,
+                estimated: 0,
             }],
             host: vec![HostStatus {
                 kind: "sched_switch".into(),
@@ -346,6 +357,19 @@ mod tests {
         });
         assert!(s.contains("duration elapsed") && s.contains("command exit status 0"));
         assert!(!s.contains("warning"));
+        assert!(!t.contains("not timed"), "every launch timed: no note\n{t}");
+    }
+
+    #[test]
+    fn table_says_how_many_launches_were_not_timed() {
+        let mut st = status();
+        st.ops[0].estimated = 900;
+        let t = table(&st);
+        assert!(
+            t.contains("cudaLaunchKernel: 900 of 1,000 not timed")
+                && t.contains("--launch-sample 0"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub struct OpStatus {
     pub bytes: u64,
     /// Calls that returned an error code.
     pub errors: u64,
+    /// Of `count`, kernel launches not timed (sampled launch timing): in
+    /// the percentiles and the total each stands at its thread's mean.
+    pub estimated: u64,
 }
 
 /// Count of one kind of host event.
@@ -206,6 +209,7 @@ struct OpAcc {
     total_ns: u64,
     bytes: u64,
     errors: u64,
+    estimated: u64,
 }
 
 /// Running totals, updated by the poller once per drained batch.
@@ -253,6 +257,7 @@ impl LiveStats {
             acc.hist.record(mean);
         }
         acc.total_ns += r.total_dur_ns().max(0) as u64;
+        acc.estimated += r.untimed().max(0) as u64;
         self.cuda += n;
     }
 
@@ -281,6 +286,7 @@ impl LiveStats {
                 total_ns: a.total_ns,
                 bytes: a.bytes,
                 errors: a.errors,
+                estimated: a.estimated,
             })
             .collect();
         v.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(&b.name)));

@@ -145,7 +145,7 @@ fn sampled_launch_percentiles_hide_no_slow_launch_among_the_fast() {
     let workload = build_standins(&dir.path().join("standin"));
     let db = dir.path().join("sampled.db");
     let lib = workload.parent().expect("stand-in dir");
-    run_ok(
+    let out = run_ok(
         ingero()
             .env("INGERO_STANDIN_US", "20")
             .env("INGERO_STANDIN_NESTED", "1")
@@ -172,6 +172,15 @@ fn sampled_launch_percentiles_hide_no_slow_launch_among_the_fast() {
         )
         .expect("aggregates");
     assert_eq!(count, 60_000, "every driver launch counted");
+    // The capture's own summary says how many it did not time.
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.contains(&format!(
+            "cuLaunchKernel: {} of 60,000 not timed",
+            thousands(estimated)
+        )),
+        "{summary}"
+    );
     assert!(
         estimated > count / 2,
         "{estimated} of {count} launches untimed: back-to-back launches are a dense stretch"
@@ -208,4 +217,17 @@ fn sampled_launch_percentiles_hide_no_slow_launch_among_the_fast() {
         basis.contains("sampled launch timing") && basis.contains(&format!("{estimated} of")),
         "{basis}"
     );
+}
+
+/// `n` with a comma every three digits, as the capture summary prints it.
+fn thousands(n: i64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
