@@ -58,20 +58,9 @@ impl Drop for DbPrep {
         // Close the connection before removing what it made.
         drop(h.join());
         if !self.existed {
-            for f in [
-                self.path.clone(),
-                ingero_store::wal_file(&self.path),
-                shm_file(&self.path),
-            ] {
+            for f in ingero_store::side_files(&self.path) {
                 let _ = std::fs::remove_file(f);
             }
         }
     }
-}
-
-/// SQLite's shared-memory file beside a write-ahead-log database.
-fn shm_file(db: &Path) -> PathBuf {
-    let mut s = db.as_os_str().to_owned();
-    s.push("-shm");
-    PathBuf::from(s)
 }

@@ -33,7 +33,7 @@ pub use error::{Result, StoreError};
 pub use gpu::{GpuDevice, GpuProcessSample, GpuSamples, GpuStatus, GpuUtilKind, GpuUtilSample};
 pub use model::{CudaCall, Event, HostEvent, LaunchRun, ProcessInfo, SessionInfo, SystemSnapshot};
 pub use nccl::{JobPlace, NcclCall};
-pub use open::{wal_file, DbFormat, TraceDb};
+pub use open::{side_files, wal_file, DbFormat, TraceDb};
 pub use stacks::{FrameKind, StackFrame, StackKind, StackSample};
 pub use window::{parse_duration_ns, CaptureSpan, ResolvedWindow, TimeWindow};
 pub use writer::{PreparedDb, RawPolicy, TraceWriter};

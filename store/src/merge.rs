@@ -14,7 +14,7 @@
 //! output.
 
 use crate::error::{Result, StoreError};
-use crate::open::{wal_file, DbFormat, TraceDb};
+use crate::open::{side_files, wal_file, DbFormat, TraceDb};
 use crate::schema::{migrate, ADDED_COLUMNS, AGGREGATE_BUCKET_NS, PID_TABLES};
 use rusqlite::{params, Connection, OpenFlags, TransactionBehavior};
 use std::collections::{BTreeMap, HashSet};
@@ -366,21 +366,6 @@ impl Drop for NewFile {
             }
         }
     }
-}
-
-/// The database and the files SQLite may keep next to it.
-fn side_files(path: &Path) -> [PathBuf; 4] {
-    let with = |suffix: &str| {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        PathBuf::from(name)
-    };
-    [
-        path.to_path_buf(),
-        with("-journal"),
-        wal_file(path),
-        with("-shm"),
-    ]
 }
 
 /// Attaches one input read-only, copies it in one transaction, detaches it.

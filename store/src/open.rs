@@ -234,8 +234,25 @@ fn check_file(path: &Path) -> Result<bool> {
 /// The write-ahead log SQLite keeps next to a database (`<path>-wal`) while
 /// a writer has it open.
 pub fn wal_file(path: &Path) -> PathBuf {
+    with_suffix(path, "-wal")
+}
+
+/// The database and the files SQLite may keep next to it (rollback journal,
+/// write-ahead log, shared memory): what goes when a file this tool made is
+/// removed.
+pub fn side_files(path: &Path) -> [PathBuf; 4] {
+    [
+        path.to_path_buf(),
+        with_suffix(path, "-journal"),
+        wal_file(path),
+        with_suffix(path, "-shm"),
+    ]
+}
+
+/// `path` with `suffix` appended to its file name.
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push("-wal");
+    name.push(suffix);
     PathBuf::from(name)
 }
 
