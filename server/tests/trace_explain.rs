@@ -5,7 +5,8 @@
 mod common;
 
 use common::{build_standins, explain_json, run_ok};
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
 
 fn ingero() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ingero"))
@@ -74,26 +75,8 @@ fn explain_names_cpu_contention_in_a_real_capture() {
 #[test]
 fn launch_row_percentiles_are_of_every_launch_not_of_the_kept_rows() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let workload = build_standins(&dir.path().join("standin"));
     let db = dir.path().join("rows.db");
-    let lib = workload.parent().expect("stand-in dir");
-    run_ok(
-        ingero()
-            .env("INGERO_STANDIN_US", "20")
-            .env("INGERO_STANDIN_NESTED", "1")
-            .env("INGERO_STANDIN_SLOW_EVERY", "100")
-            .env("INGERO_STANDIN_SLOW_US", "1000")
-            .args(["trace", "--quiet", "--launch-sample", "0", "--lib"])
-            .arg(lib.join("libcudart.so.13"))
-            .arg("--lib")
-            .arg(lib.join("libcuda.so.1"))
-            .arg("--db")
-            .arg(&db)
-            .arg("--")
-            .arg(&workload)
-            .args(["--bench", "60000"]),
-        "ingero trace (as root)",
-    );
+    trace_launches_one_in_100_slow(dir.path(), &db, &["--launch-sample", "0"]);
     let conn = rusqlite::Connection::open(&db).expect("open db");
     let (kept, kept_slow): (i64, i64) = conn
         .query_row(
@@ -107,29 +90,8 @@ fn launch_row_percentiles_are_of_every_launch_not_of_the_kept_rows() {
         "{kept_slow} slow of {kept} kept rows: more than 5%, so unweighted p95 would be slow"
     );
     drop(conn);
-    let v = explain_json(&db);
-    let ops = v["stats"]["ops"].as_array().expect("ops");
-    let launch = ops
-        .iter()
-        .find(|o| o["op"] == "cuLaunchKernel")
-        .expect("cuLaunchKernel stats");
-    assert_eq!(launch["count"], 60_000, "every launch counted");
-    for q in ["p50_ns", "p95_ns"] {
-        let p = launch[q].as_i64().expect(q);
-        assert!(
-            (20_000..1_000_000).contains(&p),
-            "{q} {p}: 99% of the launches are 20 us ones: {}",
-            launch["basis"]
-        );
-    }
-    assert!(
-        launch["basis"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("launch rows"),
-        "{}",
-        launch["basis"]
-    );
+    let basis = fast_launch_percentiles(&db);
+    assert!(basis.contains("launch rows"), "{basis}");
 }
 
 /// Sampled launch timing (the capture default) on the same construction:
@@ -142,26 +104,8 @@ fn launch_row_percentiles_are_of_every_launch_not_of_the_kept_rows() {
 #[test]
 fn sampled_launch_percentiles_hide_no_slow_launch_among_the_fast() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let workload = build_standins(&dir.path().join("standin"));
     let db = dir.path().join("sampled.db");
-    let lib = workload.parent().expect("stand-in dir");
-    let out = run_ok(
-        ingero()
-            .env("INGERO_STANDIN_US", "20")
-            .env("INGERO_STANDIN_NESTED", "1")
-            .env("INGERO_STANDIN_SLOW_EVERY", "100")
-            .env("INGERO_STANDIN_SLOW_US", "1000")
-            .args(["trace", "--quiet", "--lib"])
-            .arg(lib.join("libcudart.so.13"))
-            .arg("--lib")
-            .arg(lib.join("libcuda.so.1"))
-            .arg("--db")
-            .arg(&db)
-            .arg("--")
-            .arg(&workload)
-            .args(["--bench", "60000"]),
-        "ingero trace (as root)",
-    );
+    let out = trace_launches_one_in_100_slow(dir.path(), &db, &[]);
     let conn = rusqlite::Connection::open(&db).expect("open db");
     let (count, estimated, bounded): (i64, i64, i64) = conn
         .query_row(
@@ -177,7 +121,7 @@ fn sampled_launch_percentiles_hide_no_slow_launch_among_the_fast() {
     assert!(
         summary.contains(&format!(
             "cuLaunchKernel: {} of 60,000 not timed",
-            thousands(estimated)
+            ingero_probes::render::count(estimated.max(0) as u64)
         )),
         "{summary}"
     );
@@ -198,14 +142,51 @@ fn sampled_launch_percentiles_hide_no_slow_launch_among_the_fast() {
         "600 slow launches made: {slow_rows} slow rows and {unbounded} untimed unbounded"
     );
     drop(conn);
-    let v = explain_json(&db);
+    let basis = fast_launch_percentiles(&db);
+    assert!(
+        basis.contains("sampled launch timing") && basis.contains(&format!("{estimated} of")),
+        "{basis}"
+    );
+}
+
+/// Traces the stand-in's bench of 60,000 launches of 20 us, every 100th
+/// 1 ms longer, each runtime launch reaching the driver, into `db` (stand-ins
+/// built under `dir`; `extra`: more trace options). Returns the run's output.
+fn trace_launches_one_in_100_slow(dir: &Path, db: &Path, extra: &[&str]) -> Output {
+    let workload = build_standins(&dir.join("standin"));
+    let lib = workload.parent().expect("stand-in dir");
+    run_ok(
+        ingero()
+            .env("INGERO_STANDIN_US", "20")
+            .env("INGERO_STANDIN_NESTED", "1")
+            .env("INGERO_STANDIN_SLOW_EVERY", "100")
+            .env("INGERO_STANDIN_SLOW_US", "1000")
+            .args(["trace", "--quiet"])
+            .args(extra)
+            .arg("--lib")
+            .arg(lib.join("libcudart.so.13"))
+            .arg("--lib")
+            .arg(lib.join("libcuda.so.1"))
+            .arg("--db")
+            .arg(db)
+            .arg("--")
+            .arg(&workload)
+            .args(["--bench", "60000"]),
+        "ingero trace (as root)",
+    )
+}
+
+/// Checks explain's cuLaunchKernel figures on that bench: every launch
+/// counted, and p50 and p95 fast launches (99% are). Returns their basis.
+fn fast_launch_percentiles(db: &Path) -> String {
+    let v = explain_json(db);
     let ops = v["stats"]["ops"].as_array().expect("ops");
     let launch = ops
         .iter()
         .find(|o| o["op"] == "cuLaunchKernel")
         .expect("cuLaunchKernel stats");
     assert_eq!(launch["count"], 60_000, "every launch counted");
-    let basis = launch["basis"].as_str().unwrap_or_default();
+    let basis = launch["basis"].as_str().unwrap_or_default().to_string();
     for q in ["p50_ns", "p95_ns"] {
         let p = launch[q].as_i64().expect(q);
         assert!(
@@ -213,21 +194,5 @@ fn sampled_launch_percentiles_hide_no_slow_launch_among_the_fast() {
             "{q} {p}: 99% of the launches are 20 us ones: {basis}"
         );
     }
-    assert!(
-        basis.contains("sampled launch timing") && basis.contains(&format!("{estimated} of")),
-        "{basis}"
-    );
-}
-
-/// `n` with a comma every three digits, as the capture summary prints it.
-fn thousands(n: i64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    basis
 }
