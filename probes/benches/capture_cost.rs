@@ -8,7 +8,8 @@
 //! 2. sustained event rate: the same loop at full speed under capture, with
 //!    every event written to the database; reports events/s and losses.
 //!
-//! Run: `cargo bench -p ingero-probes --bench capture_cost`. Under
+//! Run: `cargo bench -p ingero-probes --bench capture_cost`
+//! (`CAPTURE_COST_ONLY=launch` for the launch settings alone). Under
 //! `cargo test` (no `--bench` argument) it runs one short round of each, as
 //! a smoke test.
 
@@ -63,6 +64,7 @@ fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
     for (kind, label) in [
         (FloorProbes::Pair, "do-nothing pair on cuLaunchKernel"),
         (FloorProbes::Entry, "do-nothing entry on cuLaunchKernel"),
+        (FloorProbes::Session, "do-nothing session on cuLaunchKernel"),
     ] {
         let v = (0..rounds)
             .map(|_| {
@@ -82,10 +84,11 @@ fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
             base / m
         );
     }
-    let settings: [(&str, u32, u32); 3] = [
+    let settings: [(&str, u32, u32); 4] = [
         ("capture, every launch timed, one record each", 0, 1),
         ("capture, every launch timed, launch rows 1 in 32", 0, 32),
         ("capture, default (--launch-sample 16)", 16, 32),
+        ("capture, --launch-sample 64", 64, 32),
     ];
     for (label, sample, rows) in settings {
         let mut v = Vec::new();
@@ -94,10 +97,17 @@ fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
             let child = spawn_bench_as(dir, n, true);
             let db = tmp.join(format!("launch{round}.db"));
             let mut cfg = CaptureConfig::new(Target::Pid(child.id() as i32), &db);
-            cfg.libraries = vec![dir.join("libcudart.so.13"), driver.clone()];
+            cfg.libraries = if std::env::var_os("XP_DRIVER_ONLY").is_some() {
+                vec![driver.clone()]
+            } else {
+                vec![dir.join("libcudart.so.13"), driver.clone()]
+            };
             cfg.ring_bytes = 64 << 20;
             cfg.launch_sample = sample;
             cfg.launch_rows = rows;
+            if std::env::var_os("XP_NOSTACKS").is_some() {
+                cfg.stack_hz = 0;
+            }
             let handle = start(cfg).expect("start capture (run as root)");
             v.push(finish(child));
             handle.stop().expect("stop");
@@ -216,6 +226,12 @@ fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     const N: u64 = 200_000;
     let rounds: usize = if bench { 5 } else { 1 };
+    // CAPTURE_COST_ONLY=launch: only the launch settings on the real launch
+    // path (section 1's last table), for quick comparisons of one change.
+    if std::env::var("CAPTURE_COST_ONLY").as_deref() == Ok("launch") {
+        launch_settings(&dir, &tmp, N, rounds);
+        return;
+    }
     let mut base = Vec::new();
     // Baseline rounds first: after a capture stops, its (paused) probes stay
     // in the kernel for a while as the holder process releases them.

@@ -2,7 +2,7 @@
 //! process, until that process exits or SECONDS pass: the floor a capture's
 //! cost is compared with (see `ingero_probes::probe_floor`).
 //!
-//! Usage: probe_floor PID LIBRARY FUNCTION[,FUNCTION...] [SECONDS] [pair|entry]
+//! Usage: probe_floor PID LIBRARY FUNCTION[,FUNCTION...] [SECONDS] [pair|entry|session]
 
 use anyhow::{bail, Context};
 use ingero_probes::probe_floor::{FloorProbes, ProbeFloor};
@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 3 {
-        bail!("usage: probe_floor PID LIBRARY FUNCTION[,FUNCTION...] [SECONDS] [pair|entry]");
+        bail!(
+            "usage: probe_floor PID LIBRARY FUNCTION[,FUNCTION...] [SECONDS] [pair|entry|session]"
+        );
     }
     let pid: u32 = args[0].parse().context("PID")?;
     let functions: Vec<&str> = args[2].split(',').filter(|f| !f.is_empty()).collect();
@@ -23,7 +25,8 @@ fn main() -> anyhow::Result<()> {
     let probes = match args.get(4).map(String::as_str) {
         None | Some("pair") => FloorProbes::Pair,
         Some("entry") => FloorProbes::Entry,
-        Some(other) => bail!("probe kind `{other}`: pair or entry"),
+        Some("session") => FloorProbes::Session,
+        Some(other) => bail!("probe kind `{other}`: pair, entry or session"),
     };
     let floor = ProbeFloor::attach(Path::new(&args[1]), &functions, Some(pid), probes)?;
     eprintln!(

@@ -1,8 +1,13 @@
 //! Resolves exported function names of a shared library to file offsets,
-//! the form uprobes are attached at. Each library file is parsed once.
+//! the form uprobes are attached at. Each library file is parsed once, and
+//! only the parts the lookup needs are read: the driver and NCCL libraries
+//! run to hundreds of megabytes, and reading them whole took most of a
+//! capture's start.
 
-use object::{Object, ObjectSection, ObjectSymbol};
+use object::read::ReadCache;
+use object::{Object, ObjectSection, ObjectSymbol, ReadRef};
 use std::collections::HashMap;
+use std::io::BufReader;
 use std::path::Path;
 
 /// `endbr64`: the indirect-branch landing pad that CET-enabled builds put
@@ -17,11 +22,31 @@ const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
 /// `mov` of the prologue) is emulated. The landing pad has no effect on the
 /// stack, so entry and return probes see the same arguments and return
 /// address there.
+///
+/// The dynamic symbol table is searched first; the full symbol table (absent
+/// from stripped libraries) only for names the dynamic one lacks.
 pub fn function_offsets(path: &Path, wanted: &[&str]) -> Result<HashMap<String, u64>, String> {
-    let data = std::fs::read(path).map_err(|e| e.to_string())?;
-    let file = object::File::parse(&*data).map_err(|e| format!("not an ELF file ({e})"))?;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let cache = ReadCache::new(BufReader::new(file));
+    let elf = object::File::parse(&cache).map_err(|e| format!("not an ELF file ({e})"))?;
     let mut out = HashMap::new();
-    for sym in file.dynamic_symbols().chain(file.symbols()) {
+    collect(&elf, &cache, elf.dynamic_symbols(), wanted, &mut out);
+    if out.len() < wanted.len() {
+        collect(&elf, &cache, elf.symbols(), wanted, &mut out);
+    }
+    Ok(out)
+}
+
+/// Adds to `out` the file offset of each symbol of `symbols` named in
+/// `wanted` and not found yet.
+fn collect<'data, R: ReadRef<'data>>(
+    elf: &object::File<'data, R>,
+    data: R,
+    symbols: object::SymbolIterator<'data, '_, R>,
+    wanted: &[&str],
+    out: &mut HashMap<String, u64>,
+) {
+    for sym in symbols {
         if sym.is_undefined() || sym.address() == 0 {
             continue;
         }
@@ -33,7 +58,7 @@ pub fn function_offsets(path: &Path, wanted: &[&str]) -> Result<HashMap<String, 
         let Some(index) = sym.section_index() else {
             continue;
         };
-        let Ok(section) = file.section_by_index(index) else {
+        let Ok(section) = elf.section_by_index(index) else {
             continue;
         };
         let Some((file_off, _)) = section.file_range() else {
@@ -43,13 +68,11 @@ pub fn function_offsets(path: &Path, wanted: &[&str]) -> Result<HashMap<String, 
             continue;
         };
         let mut off = file_off + rel;
-        let start = off as usize;
-        if data.get(start..start + 4) == Some(&ENDBR64[..]) {
+        if data.read_bytes_at(off, 4) == Ok(&ENDBR64[..]) {
             off += 4;
         }
         out.insert(name.to_string(), off);
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -78,6 +101,38 @@ mod tests {
             &ENDBR64[..],
             "offset lands after endbr64"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn finds_exported_and_local_functions_and_says_what_is_not_elf() {
+        let dir = std::env::temp_dir().join(format!("ingero-elf-local-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let src = dir.join("lib.c");
+        let lib = dir.join("liblocal.so");
+        // cudaMalloc is exported (dynamic symbol table); cudaFree is hidden,
+        // so only the full symbol table names it.
+        std::fs::write(
+            &src,
+            "__attribute__((visibility(\"hidden\"))) int cudaFree(void *p) { return p != 0; }\n\
+             int cudaMalloc(void **p, unsigned long n) { return cudaFree(*p) + (int)n; }\n",
+        )
+        .expect("src");
+        let status = std::process::Command::new("cc")
+            .args(["-O0", "-shared", "-fPIC", "-fcf-protection=none", "-o"])
+            .arg(&lib)
+            .arg(&src)
+            .status()
+            .expect("cc");
+        assert!(status.success());
+        let offs =
+            function_offsets(&lib, &["cudaFree", "cudaMalloc", "cudaMemcpy"]).expect("offsets");
+        assert!(offs.contains_key("cudaMalloc"), "{offs:?}");
+        assert!(offs.contains_key("cudaFree"), "{offs:?}");
+        assert!(!offs.contains_key("cudaMemcpy"));
+        assert_ne!(offs["cudaFree"], offs["cudaMalloc"]);
+        let err = function_offsets(&src, &["cudaFree"]).expect_err("a C source is no ELF file");
+        assert!(err.contains("not an ELF file"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -187,18 +187,26 @@ impl MultiUprobes {
         })
     }
 
-    /// Entry and return programs that do nothing (`r0 = 0; exit`): linked
-    /// like the real ones, they cost what the kernel's trap and return
-    /// hijack cost with no program work, the floor capture cost is measured
-    /// against.
+    /// Entry, return and session programs that do nothing (`r0 = 0; exit`;
+    /// the session entry returns 1, declining the return): linked like the
+    /// real ones, they cost what the kernel's trap and return hijack cost
+    /// with no program work, the floor capture cost is measured against.
     pub fn empty() -> Result<MultiUprobes, MultiUprobeError> {
         const RETURN_ZERO: [u8; 16] = [0xb7, 0, 0, 0, 0, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
         let license = CString::new("GPL").map_err(|e| MultiUprobeError::Object(e.to_string()))?;
         let load = |name| prog_load(name, &RETURN_ZERO, &license, BPF_TRACE_UPROBE_MULTI);
+        // A session entry that returns 1: the return is not wanted.
+        const RETURN_ONE: [u8; 16] = [0xb7, 0, 0, 0, 1, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0];
         Ok(MultiUprobes {
             enter: load("floor_enter")?,
             ret: load("floor_return")?,
-            session: Err("the floor has no session program".into()),
+            session: prog_load(
+                "floor_session",
+                &RETURN_ONE,
+                &license,
+                BPF_TRACE_UPROBE_SESSION,
+            )
+            .map_err(|e| e.to_string()),
         })
     }
 

@@ -36,6 +36,9 @@ pub enum FloorProbes {
     Pair,
     /// Entry only: the floor of a design that skips the return probe.
     Entry,
+    /// Entry of a uprobe session whose program declines the return: the
+    /// floor of sampled launch timing's untimed launches.
+    Session,
 }
 
 /// Attached do-nothing probes; dropping the value detaches them.
@@ -79,6 +82,9 @@ impl ProbeFloor {
                 .into(),
             FloorProbes::Entry => vec![programs
                 .attach_entry(library, &points, pid)
+                .map_err(probe_err)?],
+            FloorProbes::Session => vec![programs
+                .attach_session(library, &points, pid)
                 .map_err(probe_err)?],
         };
         Ok(ProbeFloor {

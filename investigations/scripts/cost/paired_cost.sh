@@ -33,11 +33,14 @@ M="$OUT/paired-phases.txt"
 W="$OUT/paired-windows.jsonl"
 : > "$M"
 # Probed settings (COST_PHASES): floor (do-nothing probe pair on the driver
-# launch functions), entry_floor (do-nothing entry probes only), traced (the
+# launch functions), entry_floor (do-nothing entry probes only),
+# session_floor (do-nothing uprobe-session entries that decline the return:
+# what sampled timing's untimed launches pay before any work), traced (the
 # default capture), traced_nostacks (--stack-hz 0), traced_nopy
 # (--no-python-stacks: native stacks only), traced_nooffcpu
 # (--no-offcpu-stacks: no stack at each switch-out), traced_launch16
-# (--launch-sample 16), traced_launch16_nostacks (the same, --stack-hz 0), traced_sampled
+# (--launch-sample 16), traced_launch16_nostacks (the same, --stack-hz 0),
+# traced_launch64 and traced_launch64_nostacks (the same with --launch-sample 64), traced_sampled
 # (--stack-hz 0 --sample 10: few rows for user space to write), traced_rows1
 # (--launch-sample 0 --launch-rows 1: every launch timed, one ring record and
 # raw row each), traced_timed (--launch-sample 0: every launch timed, launch
@@ -106,6 +109,7 @@ for c in $(seq "$CYCLES"); do
     case $ph in
       floor) "${REST_PIN[@]}" "$FLOOR" "$P" "$CUDA" cuLaunchKernel,cuLaunchKernelEx "$PHASE" pair 2>> "$OUT/paired-floor.err" ;;
       entry_floor) "${REST_PIN[@]}" "$FLOOR" "$P" "$CUDA" cuLaunchKernel,cuLaunchKernelEx "$PHASE" entry 2>> "$OUT/paired-floor.err" ;;
+      session_floor) "${REST_PIN[@]}" "$FLOOR" "$P" "$CUDA" cuLaunchKernel,cuLaunchKernelEx "$PHASE" session 2>> "$OUT/paired-floor.err" ;;
       traced) trace traced ;;
       traced_nostacks) trace traced_nostacks --stack-hz 0 ;;
       traced_nopy) trace traced_nopy --no-python-stacks ;;
@@ -115,6 +119,8 @@ for c in $(seq "$CYCLES"); do
       traced_rows1) trace traced_rows1 --launch-sample 0 --launch-rows 1 ;;
       traced_timed) trace traced_timed --launch-sample 0 ;;
       traced_launch16_nostacks) trace traced_launch16_nostacks --launch-sample 16 --stack-hz 0 ;;
+      traced_launch64) trace traced_launch64 --launch-sample 64 ;;
+      traced_launch64_nostacks) trace traced_launch64_nostacks --launch-sample 64 --stack-hz 0 ;;
       *) echo "unknown phase $ph" >&2; exit 2 ;;
     esac
     phase "$ph" end

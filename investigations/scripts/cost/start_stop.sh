@@ -9,6 +9,9 @@
 # Run as root from the repository root:
 #   investigations/scripts/cost/start_stop.sh OUT_DIR INGERO_BINARY [RUNS]
 # COST_TRACE_ARGS: extra trace options (e.g. --launch-sample 16).
+# COST_GPU_SAMPLES=1: keep the GPU sampler on (the default capture); without
+# it the capture runs with --no-gpu-samples. Each run's phase log
+# (INGERO_LOG=ingero_probes=debug) is kept in OUT/ss-N.err.
 . "$(dirname "$0")/../device_setup.sh"
 RUNS=${3:-5}
 PY=$(torch_python "${COST_PYTHON:-}")
@@ -20,8 +23,10 @@ for i in $(seq "$RUNS"); do
   rm -f "$OUT/ss.db"
   t0=$(date +%s%N)
   # The command's line is the only all-digit one (ingero prints its summary too).
+  GPU_ARG=--no-gpu-samples
+  [ "${COST_GPU_SAMPLES:-0}" = 1 ] && GPU_ARG=
   # shellcheck disable=SC2086
-  p=$("$ING" trace --quiet --no-gpu-samples ${COST_TRACE_ARGS:-} --db "$OUT/ss.db" -- "$PY" -c "import time; print(time.time_ns())" \
+  p=$(INGERO_LOG=ingero_probes=debug "$ING" trace --quiet $GPU_ARG ${COST_TRACE_ARGS:-} --db "$OUT/ss.db" -- "$PY" -c "import time; print(time.time_ns())" \
     2> "$OUT/ss-$i.err" | grep -E '^[0-9]+$' | tail -1)
   t1=$(date +%s%N)
   echo "traced $i $((p - t0)) $((t1 - p))" >> "$R"
