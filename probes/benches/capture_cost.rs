@@ -97,17 +97,10 @@ fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
             let child = spawn_bench_as(dir, n, true);
             let db = tmp.join(format!("launch{round}.db"));
             let mut cfg = CaptureConfig::new(Target::Pid(child.id() as i32), &db);
-            cfg.libraries = if std::env::var_os("XP_DRIVER_ONLY").is_some() {
-                vec![driver.clone()]
-            } else {
-                vec![dir.join("libcudart.so.13"), driver.clone()]
-            };
+            cfg.libraries = vec![dir.join("libcudart.so.13"), driver.clone()];
             cfg.ring_bytes = 64 << 20;
             cfg.launch_sample = sample;
             cfg.launch_rows = rows;
-            if std::env::var_os("XP_NOSTACKS").is_some() {
-                cfg.stack_hz = 0;
-            }
             let handle = start(cfg).expect("start capture (run as root)");
             v.push(finish(child));
             handle.stop().expect("stop");

@@ -65,7 +65,8 @@ extern _Bool bpf_session_is_return(void) __attribute__((section(".ksyms")));
  * > 1), as one uprobe session (kernel 6.13+): the same program runs at entry
  * and, when the entry returned 0, at the return. An untimed launch returns
  * 1 at entry, so the kernel does not hijack its return at all: it costs one
- * trap instead of two.
+ * trap instead of two. The loader links it to the driver launch functions
+ * only (src/loader.rs).
  */
 SEC("uprobe.session") int cuda_launch_session(struct ingero_regs *ctx)
 {
@@ -77,18 +78,18 @@ SEC("uprobe.session") int cuda_launch_session(struct ingero_regs *ctx)
 	if (!call_wanted(id, cookie))
 		return 1;
 	struct call_val v = {};
+	/* Linked to the driver launch functions only: every other case folds
+	 * into the default, so the switch is a few comparisons. */
 	switch (op) {
 #define CUDA_LAUNCH_CASE(name, OP_ID, SIZE, KIND, STREAM, GEOM)                  \
 	case (OP_ID):                                                          \
+		if (!is_driver_launch(OP_ID))                                  \
+			return 1;                                              \
 		CALL_VAL(v, SIZE, KIND, STREAM, GEOM);                          \
 		break;
 	CUDA_FUNCTIONS(CUDA_LAUNCH_CASE)
 	default:
 		return 1;
-	}
-	if (!is_driver_launch(op)) {
-		call_enter(id, op, &v);
-		return 0;
 	}
 	return launch_enter_sampled(id, op, &v);
 }
