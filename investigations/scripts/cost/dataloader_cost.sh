@@ -6,9 +6,13 @@
 # (`ingero trace --pid`, attached before the epoch starts and stopped after
 # it ends), PAIRS times, with an untraced epoch at each end.
 #
-# Two measures:
+# Three measures:
 #  - each traced epoch's time against the mean of the untraced epochs on
 #    either side (ratio);
+#  - the job's added system time per traced epoch (its CPU time from
+#    os.times(), all threads and reaped children), against the untraced
+#    epochs on either side: the capture's kernel-side work charged to the
+#    job, steadier than the wall time, which wanders by several percent;
 #  - an upper bound of the work the capture adds on the job's CPUs: the
 #    run time of every ingero BPF program during the traced epochs (kernel
 #    BPF statistics, on for the traced epochs only), plus each uprobe hit's
@@ -77,6 +81,24 @@ for i, e in enumerate(epochs):
     ratios.append(e["seconds"] / u)
 print("traced/untraced per pair:", " ".join(f"{r:.4f}" for r in ratios))
 print(f"median ratio {statistics.median(ratios):.4f}, mean {statistics.mean(ratios):.4f} over {len(ratios)} pairs")
+# CPU time of the job per epoch (all its threads): the capture's kernel-side
+# work on the job lands in its system time; the added system time against
+# the untraced epochs on either side, as a share of those epochs' wall time.
+if all("system_s" in e for e in epochs):
+    added = []
+    for i, e in enumerate(epochs):
+        if e["kind"] != "traced":
+            continue
+        n = [epochs[j] for j in (i - 1, i + 1)]
+        sys_u = statistics.mean(x["system_s"] for x in n)
+        usr_u = statistics.mean(x["user_s"] for x in n)
+        wall_u = statistics.mean(x["seconds"] for x in n)
+        added.append(((e["system_s"] - sys_u) / wall_u, (e["user_s"] - usr_u) / wall_u))
+    print("job CPU per epoch (user/system s):", " ".join(f"{e['kind'][0]}{e['user_s']:.2f}/{e['system_s']:.2f}" for e in epochs))
+    print("added system time per traced epoch, % of the untraced epoch:", " ".join(f"{a[0] * 100:.2f}" for a in added))
+    print("added user time per traced epoch, % of the untraced epoch:", " ".join(f"{a[1] * 100:.2f}" for a in added))
+    print(f"added system time: median {statistics.median(a[0] for a in added) * 100:.2f}%, "
+          f"mean {statistics.mean(a[0] for a in added) * 100:.2f}% of the epoch")
 # BPF statistics: the difference over each traced epoch.
 pairs, cur = [], None
 for line in open(sys.argv[3]):
