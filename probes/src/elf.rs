@@ -78,21 +78,36 @@ fn collect<'data, R: ReadRef<'data>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
-    #[test]
-    fn skips_the_endbr64_landing_pad() {
-        let dir = std::env::temp_dir().join(format!("ingero-elf-{}", std::process::id()));
+    /// Compiles C `code` into a shared library with `flags` in a fresh
+    /// folder named after `name`; returns the folder, the source and the
+    /// library.
+    fn shared_library(name: &str, code: &str, flags: &[&str]) -> (PathBuf, PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("ingero-elf-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let src = dir.join("cet.c");
-        let lib = dir.join("libcet.so");
-        std::fs::write(&src, "int cudaFree(void *p) { return p != 0; }\n").expect("src");
+        let src = dir.join("lib.c");
+        let lib = dir.join(format!("lib{name}.so"));
+        std::fs::write(&src, code).expect("src");
         let status = std::process::Command::new("cc")
-            .args(["-O2", "-shared", "-fPIC", "-fcf-protection=full", "-o"])
+            .args(["-shared", "-fPIC"])
+            .args(flags)
+            .arg("-o")
             .arg(&lib)
             .arg(&src)
             .status()
             .expect("cc");
         assert!(status.success());
+        (dir, src, lib)
+    }
+
+    #[test]
+    fn skips_the_endbr64_landing_pad() {
+        let (dir, _, lib) = shared_library(
+            "cet",
+            "int cudaFree(void *p) { return p != 0; }\n",
+            &["-O2", "-fcf-protection=full"],
+        );
         let data = std::fs::read(&lib).expect("read");
         let offs = function_offsets(&lib, &["cudaFree"]).expect("offsets");
         let off = *offs.get("cudaFree").expect("symbol") as usize;
@@ -106,25 +121,14 @@ mod tests {
 
     #[test]
     fn finds_exported_and_local_functions_and_says_what_is_not_elf() {
-        let dir = std::env::temp_dir().join(format!("ingero-elf-local-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let src = dir.join("lib.c");
-        let lib = dir.join("liblocal.so");
         // cudaMalloc is exported (dynamic symbol table); cudaFree is hidden,
         // so only the full symbol table names it.
-        std::fs::write(
-            &src,
+        let (dir, src, lib) = shared_library(
+            "local",
             "__attribute__((visibility(\"hidden\"))) int cudaFree(void *p) { return p != 0; }\n\
              int cudaMalloc(void **p, unsigned long n) { return cudaFree(*p) + (int)n; }\n",
-        )
-        .expect("src");
-        let status = std::process::Command::new("cc")
-            .args(["-O0", "-shared", "-fPIC", "-fcf-protection=none", "-o"])
-            .arg(&lib)
-            .arg(&src)
-            .status()
-            .expect("cc");
-        assert!(status.success());
+            &["-O0", "-fcf-protection=none"],
+        );
         let offs =
             function_offsets(&lib, &["cudaFree", "cudaMalloc", "cudaMemcpy"]).expect("offsets");
         assert!(offs.contains_key("cudaMalloc"), "{offs:?}");

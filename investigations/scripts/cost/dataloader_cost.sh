@@ -73,27 +73,25 @@ trap_ns, tck = float(sys.argv[4]), int(sys.argv[5])
 for e, k in zip(epochs, kinds):
     e["kind"] = k
 print("epochs (s):", " ".join(f"{e['kind'][0]}{e['seconds']:.3f}" for e in epochs))
-ratios = []
+# Each traced epoch against the untraced epochs on either side: the wall-time
+# ratio, and (where the epochs carry the job's CPU time) the added system and
+# user time as shares of those epochs' wall time. The capture's kernel-side
+# work on the job lands in its system time.
+has_cpu = all("system_s" in e for e in epochs)
+ratios, added = [], []
 for i, e in enumerate(epochs):
     if e["kind"] != "traced":
         continue
-    u = statistics.mean(epochs[j]["seconds"] for j in (i - 1, i + 1))
-    ratios.append(e["seconds"] / u)
-print("traced/untraced per pair:", " ".join(f"{r:.4f}" for r in ratios))
-print(f"median ratio {statistics.median(ratios):.4f}, mean {statistics.mean(ratios):.4f} over {len(ratios)} pairs")
-# CPU time of the job per epoch (all its threads): the capture's kernel-side
-# work on the job lands in its system time; the added system time against
-# the untraced epochs on either side, as a share of those epochs' wall time.
-if all("system_s" in e for e in epochs):
-    added = []
-    for i, e in enumerate(epochs):
-        if e["kind"] != "traced":
-            continue
-        n = [epochs[j] for j in (i - 1, i + 1)]
+    n = [epochs[j] for j in (i - 1, i + 1)]
+    wall_u = statistics.mean(x["seconds"] for x in n)
+    ratios.append(e["seconds"] / wall_u)
+    if has_cpu:
         sys_u = statistics.mean(x["system_s"] for x in n)
         usr_u = statistics.mean(x["user_s"] for x in n)
-        wall_u = statistics.mean(x["seconds"] for x in n)
         added.append(((e["system_s"] - sys_u) / wall_u, (e["user_s"] - usr_u) / wall_u))
+print("traced/untraced per pair:", " ".join(f"{r:.4f}" for r in ratios))
+print(f"median ratio {statistics.median(ratios):.4f}, mean {statistics.mean(ratios):.4f} over {len(ratios)} pairs")
+if has_cpu:
     print("job CPU per epoch (user/system s):", " ".join(f"{e['kind'][0]}{e['user_s']:.2f}/{e['system_s']:.2f}" for e in epochs))
     print("added system time per traced epoch, % of the untraced epoch:", " ".join(f"{a[0] * 100:.2f}" for a in added))
     print("added user time per traced epoch, % of the untraced epoch:", " ".join(f"{a[1] * 100:.2f}" for a in added))

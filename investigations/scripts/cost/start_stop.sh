@@ -16,6 +16,8 @@
 RUNS=${3:-5}
 PY=$(torch_python "${COST_PYTHON:-}")
 R="$OUT/start-stop.txt"
+GPU_ARG=--no-gpu-samples
+[ "${COST_GPU_SAMPLES:-0}" = 1 ] && GPU_ARG=
 : > "$R"
 for i in $(seq "$RUNS"); do
   t0=$(date +%s%N); p=$("$PY" -c "import time; print(time.time_ns())"); t1=$(date +%s%N)
@@ -23,8 +25,6 @@ for i in $(seq "$RUNS"); do
   rm -f "$OUT/ss.db"
   t0=$(date +%s%N)
   # The command's line is the only all-digit one (ingero prints its summary too).
-  GPU_ARG=--no-gpu-samples
-  [ "${COST_GPU_SAMPLES:-0}" = 1 ] && GPU_ARG=
   # shellcheck disable=SC2086
   p=$(INGERO_LOG=ingero_probes=debug "$ING" trace --quiet $GPU_ARG ${COST_TRACE_ARGS:-} --db "$OUT/ss.db" -- "$PY" -c "import time; print(time.time_ns())" \
     2> "$OUT/ss-$i.err" | grep -E '^[0-9]+$' | tail -1)
