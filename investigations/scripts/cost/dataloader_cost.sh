@@ -24,6 +24,12 @@
 # Run as root from the repository root:
 #   investigations/scripts/cost/dataloader_cost.sh OUT_DIR INGERO_BINARY [PAIRS] [SAMPLES]
 # COST_TRACE_ARGS: extra trace options for the traced epochs (e.g. --launch-sample 16).
+# COST_VARIANTS: several captures to compare in the one process, separated by
+#   ';' (e.g. "-;--no-python-stacks;--stack-hz 0", where "-" is the default
+#   capture); traced epoch i uses variant i modulo their number, so PAIRS
+#   should be a multiple of it. The summary gives each variant apart, with
+#   the main thread's run and wait times and the machine's steal time, which
+#   tell CPU contention, slower own code and the hypervisor apart.
 . "$(dirname "$0")/../device_setup.sh"
 PAIRS=${3:-6}
 SAMPLES=${4:-1000000}
@@ -45,11 +51,15 @@ epoch() { # run one epoch, wait for its line
   echo "epoch $n did not finish" >&2; exit 3
 }
 STATS=$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)
+IFS=';' read -r -a VARIANTS <<< "${COST_VARIANTS:--}"
 epoch; echo "untraced" >> "$OUT/dataloader-kinds.txt"
 for i in $(seq "$PAIRS"); do
+  v=${VARIANTS[$(((i - 1) % ${#VARIANTS[@]}))]}
+  [ "$v" = "-" ] && v=""
+  echo "${v:--}" >> "$OUT/dataloader-variants.txt"
   echo 1 > /proc/sys/kernel/bpf_stats_enabled
   # shellcheck disable=SC2086
-  "$ING" trace --quiet --no-gpu-samples ${COST_TRACE_ARGS:-} --pid "$P" --duration 600s --db "$OUT/dl-$i.db" \
+  "$ING" trace --quiet --no-gpu-samples ${COST_TRACE_ARGS:-} $v --pid "$P" --duration 600s --db "$OUT/dl-$i.db" \
     > "$OUT/dl-trace-$i.out" 2> "$OUT/dl-trace-$i.err" &
   T=$!
   # Attached once the capture has its programs loaded and its links made.
@@ -65,13 +75,15 @@ for i in $(seq "$PAIRS"); do
 done
 exec 3>&-
 wait "$P"
-"$PY" - "$E" "$OUT/dataloader-kinds.txt" "$B" "${COST_TRAP_NS:-500}" "$(getconf CLK_TCK)" <<'PY' | tee "$OUT/dataloader-summary.txt"
+"$PY" - "$E" "$OUT/dataloader-kinds.txt" "$B" "${COST_TRAP_NS:-500}" "$(getconf CLK_TCK)" "$OUT/dataloader-variants.txt" <<'PY' | tee "$OUT/dataloader-summary.txt"
 import json, re, statistics, sys
 epochs = [json.loads(l) for l in open(sys.argv[1]) if '"epoch"' in l]
 kinds = open(sys.argv[2]).read().split()
 trap_ns, tck = float(sys.argv[4]), int(sys.argv[5])
+variants = iter(open(sys.argv[6]).read().splitlines())
 for e, k in zip(epochs, kinds):
     e["kind"] = k
+    e["variant"] = next(variants, "-") if k == "traced" else ""
 print("epochs (s):", " ".join(f"{e['kind'][0]}{e['seconds']:.3f}" for e in epochs))
 # Each traced epoch against the untraced epochs on either side: the wall-time
 # ratio, and (where the epochs carry the job's CPU time) the added system and
@@ -124,5 +136,38 @@ for p, e in zip(pairs, traced):
           f"uprobe runs {uprobe_runs} (x {trap_ns:.0f} ns trap = {uprobe_runs * trap_ns / 1e6:.1f} ms); "
           f"bound {bound / 1e6:.1f} ms = {bound / (e['seconds'] * 1e9) * 100:.2f}% of the epoch; "
           f"ingero user+system {p['cpu_ticks'] / tck * 1e3:.0f} ms over the capture (other CPUs)")
+# Per capture variant, each traced epoch against the mean of its untraced
+# neighbours: the wall ratio; the main thread's added user time, time on a
+# CPU and time waiting for one (as % of the untraced epoch), its added
+# involuntary switches and migrations; the machine's added steal and
+# interrupt time (CPU seconds, all CPUs).
+if all("main" in e and "host" in e for e in epochs):
+    by = {}
+    for i, e in enumerate(epochs):
+        if e["kind"] != "traced":
+            continue
+        n = [epochs[j] for j in (i - 1, i + 1)]
+        def added(f):
+            return f(e) - statistics.mean(f(x) for x in n)
+        wall = statistics.mean(x["seconds"] for x in n)
+        by.setdefault(e["variant"], []).append({
+            "ratio": e["seconds"] / wall,
+            "user": added(lambda x: x["main"]["user_ticks"] / tck) / wall * 100,
+            "run": added(lambda x: x["main"]["run_ns"] / 1e9) / wall * 100,
+            "wait": added(lambda x: x["main"]["wait_ns"] / 1e9) / wall * 100,
+            "invol": added(lambda x: x["main"]["involuntary"]),
+            "migr": added(lambda x: x["main"]["migrations"]),
+            "steal": added(lambda x: x["host"].get("steal", 0) / tck),
+            "irq": added(lambda x: (x["host"].get("irq", 0) + x["host"].get("softirq", 0)) / tck),
+        })
+    for v, rows in by.items():
+        def med(k):
+            return statistics.median(r[k] for r in rows)
+        each = " ".join(f"{r['ratio']:.3f}" for r in rows)
+        print(f"variant {v!r}, {len(rows)} traced epochs, medians: ratio {med('ratio'):.4f} (each: {each}); "
+              f"main thread added, % of the untraced epoch: user {med('user'):+.2f}, on CPU {med('run'):+.2f}, "
+              f"waiting for a CPU {med('wait'):+.2f}; involuntary switches {med('invol'):+.0f}, "
+              f"migrations {med('migr'):+.0f}; machine added steal {med('steal'):+.3f} CPU-s, "
+              f"irq+softirq {med('irq'):+.3f} CPU-s")
 PY
 rm -f "$OUT"/dl-*.db "$OUT/dl.fifo"
