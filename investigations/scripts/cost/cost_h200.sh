@@ -5,8 +5,10 @@
 #   part A: paired launch-loop phases (pair and entry floors, the default
 #           capture, one record per launch, --launch-sample 16), then the
 #           same loop as an untraced neighbour of a traced copy;
-#   part B: DataLoader epochs traced and untraced in one process, then
-#           start and stop.
+#   part B: DataLoader epochs traced and untraced in one process (the
+#           default capture, --no-python-stacks and --stack-hz 0 in turn,
+#           three epochs each; COST_VARIANTS to choose others), then start
+#           and stop.
 # Run as root from the repository root:
 #   investigations/scripts/cost/cost_h200.sh A|B OUT_DIR INGERO_BINARY PROBE_FLOOR_BINARY
 set -u
@@ -27,7 +29,8 @@ case $PART in
     cat "$OUT/neighbour/paired-code-bytes.jsonl"
     ;;
   B)
-    bash "$D/dataloader_cost.sh" "$OUT/dataloader" "$ING" 6 1000000
+    COST_VARIANTS=${COST_VARIANTS:-"-;--no-python-stacks;--stack-hz 0"} \
+      bash "$D/dataloader_cost.sh" "$OUT/dataloader" "$ING" 9 1000000
     bash "$D/start_stop.sh" "$OUT/startstop" "$ING" 5
     ;;
   *) echo "part A or B" >&2; exit 2 ;;
