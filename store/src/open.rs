@@ -31,6 +31,8 @@ pub enum DbFormat {
 pub struct TraceDb {
     conn: Connection,
     path: PathBuf,
+    /// Opened as an immutable write-ahead-log file at rest (see `open_read_only`).
+    at_rest_wal: bool,
     format: DbFormat,
     bucket_ns: i64,
     span: CaptureSpan,
@@ -112,10 +114,29 @@ impl TraceDb {
         Ok(TraceDb {
             conn,
             path: path.to_path_buf(),
+            at_rest_wal: at_rest,
             format,
             bucket_ns,
             span,
         })
+    }
+
+    /// A second read-only connection to the same file, presenting the same
+    /// tables as [`TraceDb::conn`], so that a large read can run on another
+    /// thread beside this one (a `Connection` serves one thread at a time).
+    /// `None` for files whose presentation lives only in this connection (a
+    /// foreign schema mapped in memory) or when the file cannot be opened
+    /// again; callers then read on `conn`.
+    pub fn reader(&self) -> Option<Connection> {
+        let DbFormat::Native { version } = self.format else {
+            return None;
+        };
+        let conn = open_read_only(&self.path, self.at_rest_wal).ok()?;
+        conn.pragma_update(None, "query_only", false)
+            .and_then(|()| crate::compat::present_native(&conn, version))
+            .and_then(|()| conn.pragma_update(None, "query_only", true))
+            .ok()?;
+        Some(conn)
     }
 
     /// True when the file holds the exact per-thread activity spans

@@ -117,3 +117,44 @@ fn older_files_read_with_the_same_columns_and_empty_gpu_tables() {
         assert_eq!(launches, all, "an older file has no geometry");
     }
 }
+
+/// Every column name and row count of `table` as `conn` presents it.
+fn shape(conn: &rusqlite::Connection, table: &str) -> (Vec<String>, i64) {
+    let stmt = conn
+        .prepare(&format!("SELECT * FROM {table} LIMIT 0"))
+        .expect("prepare");
+    let names = stmt.column_names().iter().map(|c| c.to_string()).collect();
+    let rows = conn
+        .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+        .expect("count");
+    (names, rows)
+}
+
+#[test]
+fn a_second_reader_presents_the_same_tables_or_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let now = fresh(dir.path());
+    let old = TraceDb::open(&repo(
+        "investigations/pytorch-dataloader-starvation-h200.db",
+    ))
+    .expect("open old");
+    for db in [&now, &old] {
+        let second = db.reader().expect("a native file opens a second reader");
+        for table in [
+            "cuda_calls",
+            "host_events",
+            "aggregates",
+            "stack_samples",
+            "nccl_calls",
+            "gpu_util_samples",
+        ] {
+            assert_eq!(shape(db.conn(), table), shape(&second, table), "{table}");
+        }
+    }
+    // A foreign file is mapped in memory on its own connection: no second one.
+    let ingero = TraceDb::open(&repo(
+        "tests/data/ingero-investigations/pytorch-dataloader-starvation.db",
+    ))
+    .expect("open ingero");
+    assert!(ingero.reader().is_none());
+}

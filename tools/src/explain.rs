@@ -101,9 +101,18 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
         raw_cuda_rows,
         raw_host_rows,
     };
-    let (chains, starvation) = chains_with_starvation(&ds);
-    let processes = per_process_in(db, &ds)?;
-    let stats = op_stats_of(&ds);
+    // The chains are computed from the loaded data alone: on another thread,
+    // beside the breakdown, which still reads the database on this one.
+    let ((chains, starvation), processes, stats) = std::thread::scope(|s| {
+        let chains = s.spawn(|| chains_with_starvation(&ds));
+        let processes = per_process_in(db, &ds);
+        let stats = op_stats_of(&ds);
+        let chains = chains
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (chains, processes, stats)
+    });
+    let processes = processes?;
     let limits = limits_of(&ds, &processes, &stats, &capture);
     let ranks = crate::ranks::rank_report(db, &ds)?;
     let ranks = (!ranks.is_empty()).then_some(ranks);

@@ -9,9 +9,9 @@ use crate::activity::ActivityOrigin;
 use crate::error::Result;
 use crate::gpu_activity::GpuActivity;
 use crate::scope::Scope;
+use early::Early;
 use ingero_store::activity::ActivitySpan;
-use ingero_store::catalog::{copy_kind, loss_source, unfinished};
-use ingero_store::nesting::{NESTED, NOT_RECORDED};
+use ingero_store::catalog::{copy_kind, loss_source};
 use ingero_store::schema::SMALL_LAUNCH_THREADS;
 use ingero_store::{
     AggSource, CaptureSpan, CudaApi, DbFormat, HostKind, OpClass, ProcessInfo, ResolvedWindow,
@@ -19,6 +19,9 @@ use ingero_store::{
 };
 use rusqlite::params;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+mod early;
+mod raw;
 
 /// Name and class of a CUDA op id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -425,191 +428,46 @@ impl Dataset {
         }
 
         let pid_filter = scope.pid.unwrap_or(0);
-        let mut calls = Vec::new();
-        let mut unfinished_calls: i64 = 0;
-        let mut unrecorded_nesting = false;
-        {
-            // Over the whole capture a plain table scan (rows arrive in time
-            // order, sorted below for late ones) beats walking the time index.
-            let whole = window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns;
-            let sql = if whole {
-                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
-                 grid_x * grid_y * grid_z * block_x * block_y * block_z, dur_estimated FROM cuda_calls NOT INDEXED \
-                 WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3)"
-            } else {
-                "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
-                 grid_x * grid_y * grid_z * block_x * block_y * block_z, dur_estimated FROM cuda_calls \
-                 WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns"
+        // The calls are the largest read: on a second connection where the
+        // file allows one, they load on another thread while this one reads
+        // everything else, then join for the reads that need them.
+        let reader = db.reader();
+        let (raw_calls, early) = std::thread::scope(|s| {
+            let ops = &ops;
+            let beside =
+                reader.map(|c| s.spawn(move || raw::load_calls(&c, window, span, pid_filter, ops)));
+            let early = Early::load(db, window, bucket_ns, pid_filter);
+            let raw_calls = match beside {
+                Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                None => raw::load_calls(conn, window, span, pid_filter, ops),
             };
-            let mut stmt = conn.prepare(sql).map_err(q)?;
-            let mut rows = stmt
-                .query(params![window.lo_ns, window.hi_ns, pid_filter])
-                .map_err(q)?;
-            while let Some(r) = rows.next().map_err(q)? {
-                calls.push(Call {
-                    ts_ns: r.get(0).map_err(q)?,
-                    dur_ns: r.get(1).map_err(q)?,
-                    bytes: r.get(2).map_err(q)?,
-                    pid: r.get(3).map_err(q)?,
-                    tid: r.get(4).map_err(q)?,
-                    op_id: r.get::<_, i64>(5).map_err(q)? as u16,
-                    copy_kind: r.get::<_, i64>(6).map_err(q)?.clamp(-1, 127) as i8,
-                    stream: r.get(7).map_err(q)?,
-                    nested: r.get::<_, i64>(9).map_err(q)? == NESTED,
-                    threads: r.get(10).map_err(q)?,
-                    estimated: r.get::<_, i64>(11).map_err(q)? != 0,
-                });
-                unrecorded_nesting |= r.get::<_, i64>(9).map_err(q)? == NOT_RECORDED;
-                if unfinished::is_unfinished(r.get(8).map_err(q)?) {
-                    unfinished_calls += 1;
-                }
-            }
-            calls.sort_by_key(|c| c.ts_ns);
-            if unrecorded_nesting {
-                mark_nested(&mut calls, &ops);
-            }
-        }
-
-        let mut aggs = Vec::new();
-        {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT bucket_ns, pid, source, code, count, stored, sum_dur_ns, max_dur_ns, sum_bytes, \
-                     nested_count, nested_dur_ns, nested_bytes, sum_threads, small_launches, nested_small_launches, \
-                     estimated_count, estimated_bounded, estimated_bound_ns \
-                     FROM aggregates WHERE bucket_ns + ?3 > ?1 AND bucket_ns <= ?2",
-                )
-                .map_err(q)?;
-            let mut rows = stmt
-                .query(params![window.lo_ns, window.hi_ns, bucket_ns])
-                .map_err(q)?;
-            while let Some(r) = rows.next().map_err(q)? {
-                let Some(source) = AggSource::from_id(r.get(2).map_err(q)?) else {
-                    continue;
-                };
-                aggs.push(AggRow {
-                    bucket_ns: r.get(0).map_err(q)?,
-                    pid: r.get(1).map_err(q)?,
-                    source,
-                    code: r.get::<_, Option<i64>>(3).map_err(q)?.unwrap_or(-1),
-                    count: r.get(4).map_err(q)?,
-                    stored: r.get(5).map_err(q)?,
-                    sum_dur_ns: r.get(6).map_err(q)?,
-                    max_dur_ns: r.get(7).map_err(q)?,
-                    sum_bytes: r.get(8).map_err(q)?,
-                    nested_count: r.get(9).map_err(q)?,
-                    nested_dur_ns: r.get(10).map_err(q)?,
-                    nested_bytes: r.get(11).map_err(q)?,
-                    sum_threads: r.get(12).map_err(q)?,
-                    small_launches: r.get(13).map_err(q)?,
-                    nested_small_launches: r.get(14).map_err(q)?,
-                    estimated_count: r.get(15).map_err(q)?,
-                    estimated_bounded: r.get(16).map_err(q)?,
-                    estimated_bound_ns: r.get(17).map_err(q)?,
-                });
-            }
-        }
+            (raw_calls, early)
+        });
+        let raw::RawCalls {
+            calls,
+            unfinished: unfinished_calls,
+        } = raw_calls.map_err(q)?;
+        let Early {
+            mut aggs,
+            snapshots,
+            processes,
+            lifecycle,
+            mut switches,
+        } = early?;
         let edge_sampled =
             edge_buckets(conn, &mut aggs, &calls, &ops, span, window, bucket_ns).map_err(q)?;
-
-        let mut snapshots = Vec::new();
-        {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT ts_ns, cpu_pct, mem_used_pct, mem_avail_mb, swap_used_mb, load1, procs_running \
-                     FROM system_snapshots WHERE ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns",
-                )
-                .map_err(q)?;
-            let rows = stmt
-                .query_map(params![window.lo_ns, window.hi_ns], |r| {
-                    Ok(SystemSnapshot {
-                        ts_ns: r.get(0)?,
-                        cpu_pct: r.get(1)?,
-                        mem_used_pct: r.get(2)?,
-                        mem_avail_mb: r.get(3)?,
-                        swap_used_mb: r.get(4)?,
-                        load1: r.get(5)?,
-                        procs_running: r.get(6)?,
-                    })
-                })
-                .map_err(q)?;
-            for s in rows {
-                snapshots.push(s.map_err(q)?);
-            }
-        }
-
-        let mut processes = BTreeMap::new();
-        {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT pid, ppid, comm, cmdline, first_seen_ns, last_seen_ns FROM processes",
-                )
-                .map_err(q)?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok(ProcessInfo {
-                        pid: r.get(0)?,
-                        ppid: r.get(1)?,
-                        comm: r.get(2)?,
-                        cmdline: r.get(3)?,
-                        first_seen_ns: r.get(4)?,
-                        last_seen_ns: r.get(5)?,
-                    })
-                })
-                .map_err(q)?;
-            for p in rows {
-                let p = p.map_err(q)?;
-                processes.insert(p.pid, p);
-            }
-        }
-
-        let host_rows = |sql: &str, extra: &[i64]| -> Result<Vec<HostRow>> {
-            let mut stmt = conn.prepare(sql).map_err(q)?;
-            let mut args: Vec<i64> = vec![window.lo_ns, window.hi_ns];
-            args.extend_from_slice(extra);
-            let mut rows = stmt
-                .query(rusqlite::params_from_iter(args.iter()))
-                .map_err(q)?;
-            let mut out = Vec::new();
-            while let Some(r) = rows.next().map_err(q)? {
-                let Some(kind) = HostKind::from_id(r.get(3).map_err(q)?) else {
-                    continue;
-                };
-                out.push(HostRow {
-                    ts_ns: r.get(0).map_err(q)?,
-                    pid: r.get(1).map_err(q)?,
-                    tid: r.get(2).map_err(q)?,
-                    kind,
-                    dur_ns: r.get(4).map_err(q)?,
-                    arg: r.get(5).map_err(q)?,
-                });
-            }
-            Ok(out)
-        };
-        // Process lifecycle rows, read per pid through the (pid, kind, ts) index
-        // so a large capture is never scanned whole.
-        let mut lifecycle_pids: BTreeSet<i32> = processes.keys().copied().collect();
-        lifecycle_pids.extend(aggs.iter().map(|a| a.pid));
-        let mut lifecycle = Vec::new();
-        for pid in lifecycle_pids {
-            lifecycle.extend(host_rows(
-                "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
-                 WHERE pid = ?3 AND kind IN (4, 5, 6) AND ts_ns BETWEEN ?1 AND ?2",
-                &[pid as i64],
-            )?);
-        }
-        lifecycle.sort_by_key(|h| (h.ts_ns, h.pid, h.tid));
 
         // Threads that drive the GPU: every (pid, tid) seen making CUDA calls.
         let gpu_threads: HashSet<(i32, i32)> = calls.iter().map(|c| (c.pid, c.tid)).collect();
         let gpu_pids: BTreeSet<i32> = gpu_threads.iter().map(|(p, _)| *p).collect();
         let mut gpu_thread_switches = Vec::new();
         for pid in &gpu_pids {
-            let rows = host_rows(
-                "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
-                 WHERE pid = ?3 AND kind = 1 AND ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns",
-                &[*pid as i64],
-            )?;
+            // Read beside the calls for the pids the aggregates name; any
+            // other pid of the calls is read now.
+            let rows = match switches.remove(pid) {
+                Some(rows) => rows,
+                None => raw::switches_of(conn, window, *pid).map_err(q)?,
+            };
             gpu_thread_switches.extend(
                 rows.into_iter()
                     .filter(|h| gpu_threads.contains(&(h.pid, h.tid))),

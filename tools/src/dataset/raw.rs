@@ -1,0 +1,121 @@
+//! The two large raw-row reads of [`super::Dataset::load`]: the CUDA calls
+//! of the window and the context switches of given processes. They take a
+//! bare connection and return SQLite's own errors, so that either can run
+//! on a second connection on another thread (a [`ingero_store::TraceDb`]
+//! serves one thread at a time).
+
+use super::{mark_nested, Call, HostRow, OpInfo};
+use ingero_store::catalog::unfinished;
+use ingero_store::nesting::{NESTED, NOT_RECORDED};
+use ingero_store::{CaptureSpan, HostKind, ResolvedWindow};
+use rusqlite::{params, Connection};
+use std::collections::BTreeMap;
+
+/// The window's raw CUDA calls, by entry time.
+pub(super) struct RawCalls {
+    /// The calls.
+    pub calls: Vec<Call>,
+    /// How many of them never returned (thread exit, capture stop).
+    pub unfinished: i64,
+}
+
+/// Reads the raw CUDA calls of `window` (of process `pid`, 0 for all),
+/// sorted by entry time, nesting marked where the file did not record it.
+pub(super) fn load_calls(
+    conn: &Connection,
+    window: ResolvedWindow,
+    span: CaptureSpan,
+    pid: i32,
+    ops: &BTreeMap<u16, OpInfo>,
+) -> rusqlite::Result<RawCalls> {
+    // Over the whole capture a plain table scan (rows arrive in time
+    // order, sorted below for late ones) beats walking the time index.
+    let whole = window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns;
+    let sql = if whole {
+        "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
+         grid_x * grid_y * grid_z * block_x * block_y * block_z, dur_estimated FROM cuda_calls NOT INDEXED \
+         WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3)"
+    } else {
+        "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
+         grid_x * grid_y * grid_z * block_x * block_y * block_z, dur_estimated FROM cuda_calls \
+         WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns"
+    };
+    let mut calls = Vec::new();
+    let mut unfinished_calls = 0i64;
+    let mut unrecorded_nesting = false;
+    let mut stmt = conn.prepare(sql)?;
+    let mut rows = stmt.query(params![window.lo_ns, window.hi_ns, pid])?;
+    while let Some(r) = rows.next()? {
+        let nested: i64 = r.get(9)?;
+        calls.push(Call {
+            ts_ns: r.get(0)?,
+            dur_ns: r.get(1)?,
+            bytes: r.get(2)?,
+            pid: r.get(3)?,
+            tid: r.get(4)?,
+            op_id: r.get::<_, i64>(5)? as u16,
+            copy_kind: r.get::<_, i64>(6)?.clamp(-1, 127) as i8,
+            stream: r.get(7)?,
+            nested: nested == NESTED,
+            threads: r.get(10)?,
+            estimated: r.get::<_, i64>(11)? != 0,
+        });
+        unrecorded_nesting |= nested == NOT_RECORDED;
+        if unfinished::is_unfinished(r.get(8)?) {
+            unfinished_calls += 1;
+        }
+    }
+    calls.sort_by_key(|c| c.ts_ns);
+    if unrecorded_nesting {
+        mark_nested(&mut calls, ops);
+    }
+    Ok(RawCalls {
+        calls,
+        unfinished: unfinished_calls,
+    })
+}
+
+/// Host-event rows of `sql`, which selects `ts_ns, pid, tid, kind, dur_ns,
+/// arg` with `?1`/`?2` the window and `?3..` the `extra` values; rows of
+/// kinds this build does not know are skipped.
+pub(super) fn host_rows(
+    conn: &Connection,
+    sql: &str,
+    window: ResolvedWindow,
+    extra: &[i64],
+) -> rusqlite::Result<Vec<HostRow>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut args: Vec<i64> = vec![window.lo_ns, window.hi_ns];
+    args.extend_from_slice(extra);
+    let mut rows = stmt.query(rusqlite::params_from_iter(args.iter()))?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let Some(kind) = HostKind::from_id(r.get(3)?) else {
+            continue;
+        };
+        out.push(HostRow {
+            ts_ns: r.get(0)?,
+            pid: r.get(1)?,
+            tid: r.get(2)?,
+            kind,
+            dur_ns: r.get(4)?,
+            arg: r.get(5)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Context switches of process `pid` in the window, by time.
+pub(super) fn switches_of(
+    conn: &Connection,
+    window: ResolvedWindow,
+    pid: i32,
+) -> rusqlite::Result<Vec<HostRow>> {
+    host_rows(
+        conn,
+        "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
+         WHERE pid = ?3 AND kind = 1 AND ts_ns BETWEEN ?1 AND ?2 ORDER BY ts_ns",
+        window,
+        &[i64::from(pid)],
+    )
+}
