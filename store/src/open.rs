@@ -111,6 +111,15 @@ impl TraceDb {
         let Some(span) = span else {
             return Err(StoreError::Empty(path.to_path_buf()));
         };
+        if !plausible(span) {
+            return Err(StoreError::Corrupt {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "its recorded times run from {} to {} ns, which no capture spans",
+                    span.start_ns, span.end_ns
+                ),
+            });
+        }
         Ok(TraceDb {
             conn,
             path: path.to_path_buf(),
@@ -268,6 +277,23 @@ pub fn side_files(path: &Path) -> [PathBuf; 4] {
         wal_file(path),
         with_suffix(path, "-shm"),
     ]
+}
+
+/// Latest instant a capture can hold: 2^62 ns after the epoch (year 2116).
+const LATEST_NS: i64 = 1 << 62;
+/// Longest span a capture can cover: one year (captures merged from
+/// several nodes or sessions included).
+const LONGEST_SPAN_NS: i64 = 366 * 86_400 * 1_000_000_000;
+
+/// Whether `span` can come from a capture: times after the epoch, before
+/// [`LATEST_NS`], at most [`LONGEST_SPAN_NS`] apart. A damaged file can hold
+/// any value; one outside this range would make differences and sums of
+/// times overflow in the analyses, so it is refused as corrupt instead.
+fn plausible(span: CaptureSpan) -> bool {
+    span.start_ns >= 0
+        && span.end_ns <= LATEST_NS
+        && span.start_ns <= span.end_ns
+        && span.end_ns - span.start_ns <= LONGEST_SPAN_NS
 }
 
 /// `path` with `suffix` appended to its file name.

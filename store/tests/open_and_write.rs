@@ -202,6 +202,37 @@ fn bad_files_give_specific_errors() {
     let w = TraceWriter::create(&no_data, &SessionInfo::default(), RawPolicy::All).expect("w");
     w.finish(0).expect("finish");
     assert!(matches!(TraceDb::open(&no_data), Err(StoreError::Empty(_))));
+    // Times no capture can hold (a damaged file): refused as corrupt, with them named.
+    for (started, stopped) in [
+        (-1_000, 2_000),
+        (1_000, (1i64 << 62) + 1),
+        (0, 400 * 86_400 * 1_000_000_000),
+    ] {
+        let path = dir.path().join(format!("span{started}.db"));
+        let info = SessionInfo {
+            started_ns: started,
+            stopped_ns: stopped,
+            ..Default::default()
+        };
+        let mut w = TraceWriter::create(&path, &info, RawPolicy::All).expect("w");
+        let call = CudaCall {
+            ts_ns: started + 1,
+            pid: 1,
+            tid: 1,
+            op_id: 1,
+            dur_ns: 10,
+            copy_kind: -1,
+            ..Default::default()
+        };
+        w.write_batch(&[Event::Cuda(call)]).expect("write");
+        w.finish(stopped).expect("finish");
+        match TraceDb::open(&path) {
+            Err(e @ StoreError::Corrupt { .. }) => {
+                assert!(e.to_string().contains(&stopped.to_string()), "{e}")
+            }
+            other => panic!("span {started}..{stopped}: {:?}", other.err()),
+        }
+    }
 }
 
 /// Reading never leaves files next to a database at rest, whatever its

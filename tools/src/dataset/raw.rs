@@ -11,6 +11,31 @@ use ingero_store::{CaptureSpan, HostKind, ResolvedWindow};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
 
+/// Longest duration a recorded call or wait can have: one year, as long as
+/// a capture can be (`TraceDb::open` refuses longer spans). A damaged file
+/// can hold any value; clamped to this range, times plus durations and sums
+/// of a few damaged values stay far from overflowing.
+pub(super) const MAX_DUR_NS: i64 = 366 * 86_400 * 1_000_000_000;
+
+/// Largest total an aggregate row can hold for the same reason (2^56: some
+/// 72 PB or 834 days of summed time per bucket).
+pub(super) const MAX_TOTAL: i64 = 1 << 56;
+
+/// A recorded duration brought into `0..=MAX_DUR_NS`.
+pub(super) fn duration(ns: i64) -> i64 {
+    ns.clamp(0, MAX_DUR_NS)
+}
+
+/// An aggregate total brought into `0..=MAX_TOTAL`.
+pub(super) fn total(v: i64) -> i64 {
+    v.clamp(0, MAX_TOTAL)
+}
+
+/// Whether `ts_ns` lies in `window` (bounds included).
+fn in_window(ts_ns: i64, window: ResolvedWindow) -> bool {
+    (window.lo_ns..=window.hi_ns).contains(&ts_ns)
+}
+
 /// The window's raw CUDA calls, by entry time.
 pub(super) struct RawCalls {
     /// The calls.
@@ -46,11 +71,18 @@ pub(super) fn load_calls(
     let mut stmt = conn.prepare(sql)?;
     let mut rows = stmt.query(params![window.lo_ns, window.hi_ns, pid])?;
     while let Some(r) = rows.next()? {
+        // The query already asks for the window; a damaged file can still
+        // hand back a row outside it (the damaged-file property test found
+        // one), and every time difference downstream assumes the window.
+        let ts_ns: i64 = r.get(0)?;
+        if !in_window(ts_ns, window) {
+            continue;
+        }
         let nested: i64 = r.get(9)?;
         calls.push(Call {
-            ts_ns: r.get(0)?,
-            dur_ns: r.get(1)?,
-            bytes: r.get(2)?,
+            ts_ns,
+            dur_ns: duration(r.get(1)?),
+            bytes: total(r.get(2)?),
             pid: r.get(3)?,
             tid: r.get(4)?,
             op_id: r.get::<_, i64>(5)? as u16,
@@ -93,12 +125,16 @@ pub(super) fn host_rows(
         let Some(kind) = HostKind::from_id(r.get(3)?) else {
             continue;
         };
+        let ts_ns: i64 = r.get(0)?;
+        if !in_window(ts_ns, window) {
+            continue;
+        }
         out.push(HostRow {
-            ts_ns: r.get(0)?,
+            ts_ns,
             pid: r.get(1)?,
             tid: r.get(2)?,
             kind,
-            dur_ns: r.get(4)?,
+            dur_ns: duration(r.get(4)?),
             arg: r.get(5)?,
         });
     }
