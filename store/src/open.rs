@@ -81,11 +81,7 @@ impl TraceDb {
                     |r| r.get(0),
                 )
                 .unwrap_or(AGGREGATE_BUCKET_NS);
-            // Older files read as the current schema (views and empty tables in TEMP).
-            conn.pragma_update(None, "query_only", false)
-                .and_then(|()| crate::compat::present_native(&conn, version))
-                .and_then(|()| conn.pragma_update(None, "query_only", true))
-                .map_err(|e| StoreError::from_sqlite(path, e))?;
+            present_native(&conn, version).map_err(|e| StoreError::from_sqlite(path, e))?;
             (conn, DbFormat::Native { version }, bucket)
         } else if has("events") && has("ops") && has("sources") {
             drop(conn);
@@ -141,10 +137,7 @@ impl TraceDb {
             return None;
         };
         let conn = open_read_only(&self.path, self.at_rest_wal).ok()?;
-        conn.pragma_update(None, "query_only", false)
-            .and_then(|()| crate::compat::present_native(&conn, version))
-            .and_then(|()| conn.pragma_update(None, "query_only", true))
-            .ok()?;
+        present_native(&conn, version).ok()?;
         Some(conn)
     }
 
@@ -279,11 +272,21 @@ pub fn side_files(path: &Path) -> [PathBuf; 4] {
     ]
 }
 
+/// Presents a native file of schema `version` on `conn` as the current
+/// schema: older files read through views and empty tables in TEMP, made
+/// with the connection's query-only guard lifted for that moment only.
+fn present_native(conn: &Connection, version: i64) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "query_only", false)
+        .and_then(|()| crate::compat::present_native(conn, version))
+        .and_then(|()| conn.pragma_update(None, "query_only", true))
+}
+
 /// Latest instant a capture can hold: 2^62 ns after the epoch (year 2116).
 const LATEST_NS: i64 = 1 << 62;
 /// Longest span a capture can cover: one year (captures merged from
-/// several nodes or sessions included).
-const LONGEST_SPAN_NS: i64 = 366 * 86_400 * 1_000_000_000;
+/// several nodes or sessions included). [`TraceDb::open`] refuses a file
+/// whose times run longer as damaged, and no recorded duration can be longer.
+pub const LONGEST_SPAN_NS: i64 = 366 * 86_400 * 1_000_000_000;
 
 /// Whether `span` can come from a capture: times after the epoch, before
 /// [`LATEST_NS`], at most [`LONGEST_SPAN_NS`] apart. A damaged file can hold

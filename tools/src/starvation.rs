@@ -53,11 +53,8 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
     let tid = ds.gpu_thread(pid)?;
     let thread_calls = || ds.calls.iter().filter(|c| c.pid == pid && c.tid == tid);
     let first = thread_calls().map(|c| c.ts_ns).min()?;
-    // Saturating: a damaged file may hold any value.
-    let last = thread_calls()
-        .map(|c| c.ts_ns.saturating_add(c.dur_ns))
-        .max()?;
-    let wall = last.saturating_sub(first).max(1);
+    let last = thread_calls().map(|c| c.ts_ns + c.dur_ns).max()?;
+    let wall = (last - first).max(1);
     // API time from totals when the recorder sampled raw rows.
     // Nested calls (the driver half of a runtime call) are inside their
     // outer call already: every time below counts outer calls once.
@@ -72,12 +69,14 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
         .calls
         .iter()
         .filter(|c| c.pid == pid && c.tid == tid && !c.nested)
-        .fold(0i64, |t, c| t.saturating_add(c.dur_ns));
+        .map(|c| c.dur_ns)
+        .sum();
     let raw_pid_time: i64 = ds
         .calls
         .iter()
         .filter(|c| c.pid == pid && !c.nested)
-        .fold(0i64, |t, c| t.saturating_add(c.dur_ns));
+        .map(|c| c.dur_ns)
+        .sum();
     let sampled = agg.count > agg.stored;
     let api = if sampled && raw_pid_time > 0 {
         // Scale the thread's raw time by how much the totals exceed the raw rows.
@@ -92,7 +91,8 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
         .filter(|c| {
             c.pid == pid && c.tid == tid && !c.nested && ds.op_class(c.op_id) == OpClass::Sync
         })
-        .fold(0i64, |t, c| t.saturating_add(c.dur_ns))
+        .map(|c| c.dur_ns)
+        .sum::<i64>()
         .min(wall);
     let mut off = 0i64;
     let mut switches = 0i64;
@@ -103,7 +103,7 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
         .filter(|h| h.pid == pid && h.tid == tid && h.ts_ns >= first && h.ts_ns <= last)
     {
         let d = h.dur_ns.min(last - h.ts_ns).max(0);
-        off = off.saturating_add(d);
+        off += d;
         switches += 1;
         if h.arg >= 0 {
             flagged += 1;

@@ -130,7 +130,7 @@ impl Early {
                 raw::host_rows(
                     conn,
                     "SELECT ts_ns, pid, tid, kind, dur_ns, arg FROM host_events \
-                 WHERE pid = ?3 AND kind IN (4, 5, 6) AND ts_ns BETWEEN ?1 AND ?2",
+                     WHERE pid = ?3 AND kind IN (4, 5, 6) AND ts_ns BETWEEN ?1 AND ?2",
                     window,
                     &[i64::from(pid)],
                 )

@@ -7,23 +7,21 @@
 use super::{mark_nested, Call, HostRow, OpInfo};
 use ingero_store::catalog::unfinished;
 use ingero_store::nesting::{NESTED, NOT_RECORDED};
+use ingero_store::open::LONGEST_SPAN_NS;
 use ingero_store::{CaptureSpan, HostKind, ResolvedWindow};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
 
-/// Longest duration a recorded call or wait can have: one year, as long as
-/// a capture can be (`TraceDb::open` refuses longer spans). A damaged file
-/// can hold any value; clamped to this range, times plus durations and sums
-/// of a few damaged values stay far from overflowing.
-pub(super) const MAX_DUR_NS: i64 = 366 * 86_400 * 1_000_000_000;
-
-/// Largest total an aggregate row can hold for the same reason (2^56: some
-/// 72 PB or 834 days of summed time per bucket).
+/// Largest total an aggregate row can hold (2^56: some 72 PB or 834 days
+/// of summed time per bucket). A damaged file can hold any value; clamped
+/// to their ranges, durations and totals plus times, and sums of a few
+/// damaged values, stay far from overflowing.
 pub(super) const MAX_TOTAL: i64 = 1 << 56;
 
-/// A recorded duration brought into `0..=MAX_DUR_NS`.
+/// A recorded duration brought into `0..=LONGEST_SPAN_NS`: no call or wait
+/// lasts longer than a capture can.
 pub(super) fn duration(ns: i64) -> i64 {
-    ns.clamp(0, MAX_DUR_NS)
+    ns.clamp(0, LONGEST_SPAN_NS)
 }
 
 /// An aggregate total brought into `0..=MAX_TOTAL`.
