@@ -8,11 +8,14 @@
 #   part B: DataLoader epochs traced and untraced in one process (the
 #           default capture, --no-python-stacks and --stack-hz 0 in turn,
 #           three epochs each; COST_VARIANTS to choose others), then start
-#           and stop.
+#           and stop;
+#   part C: the DataLoader epoch side by side (dataloader_side_by_side.sh):
+#           two copies at once, one traced per round or neither, for a
+#           cost the machine's own wander cannot hide (56 rounds).
 # Run as root from the repository root:
-#   investigations/scripts/cost/cost_h200.sh A|B OUT_DIR INGERO_BINARY PROBE_FLOOR_BINARY
+#   investigations/scripts/cost/cost_h200.sh A|B|C OUT_DIR INGERO_BINARY PROBE_FLOOR_BINARY
 set -u
-PART=${1:?part A or B}
+PART=${1:?part A, B or C}
 OUT=${2:?output directory}
 ING=${3:?ingero binary}
 FLOOR=${4:?probe_floor binary}
@@ -33,5 +36,9 @@ case $PART in
       bash "$D/dataloader_cost.sh" "$OUT/dataloader" "$ING" 9 1000000
     bash "$D/start_stop.sh" "$OUT/startstop" "$ING" 5
     ;;
-  *) echo "part A or B" >&2; exit 2 ;;
+  C)
+    COST_VARIANTS=${COST_VARIANTS:-"-;--no-python-stacks;--stack-hz 0"} \
+      bash "$D/dataloader_side_by_side.sh" "$OUT/side" "$ING" "${COST_ROUNDS:-56}" 1000000
+    ;;
+  *) echo "part A, B or C" >&2; exit 2 ;;
 esac

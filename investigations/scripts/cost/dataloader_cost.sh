@@ -70,7 +70,7 @@ for i in $(seq "$PAIRS"); do
   cpu=$(sed 's/^.*) //' /proc/$T/stat | awk '{print $12 + $13}')
   kill -INT "$T"; wait "$T"
   echo "$STATS" > /proc/sys/kernel/bpf_stats_enabled
-  { echo "pair $i ingero_cpu_ticks $cpu"; echo "$before" | sed 's/^/before /'; echo "$after" | sed 's/^/after /'; } >> "$B"
+  { echo "pair $i ingero_cpu_ticks ${cpu:-0}"; echo "$before" | sed 's/^/before /'; echo "$after" | sed 's/^/after /'; } >> "$B"
   epoch; echo "untraced" >> "$OUT/dataloader-kinds.txt"
 done
 exec 3>&-

@@ -16,8 +16,12 @@ capture can lengthen an epoch without adding to system_s:
         migrations. More wait_ns: contention for CPUs; more run_ns at the
         same work: the job's own code ran slower where it ran.
   host: the machine's CPU time by kind over the epoch (/proc/stat ticks:
-        user, system, irq, softirq, steal, idle). steal is time the
+        user, system, irq, softirq, steal, idle) and its interrupts
+        (all CPUs), page faults, huge pages given or refused at a fault
+        and compaction stalls (/proc/vmstat). steal is time the
         hypervisor gave the virtual CPUs to someone else.
+With COST_NO_THP=1 the process opts out of transparent huge pages
+(prctl PR_SET_THP_DISABLE) before it allocates anything.
 Usage: dataloader_epochs.py [SAMPLES] [BATCH]
 """
 import json
@@ -33,6 +37,10 @@ from seed_benchmark import mlp, run_loader  # noqa: E402
 
 
 HOST_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+# Memory events of the machine (/proc/vmstat): page faults, and transparent
+# huge pages given or refused at a fault and the compaction stalls behind
+# them, which make one epoch's fresh 400 MB batch cost more than another's.
+VM_FIELDS = ("pgfault", "thp_fault_alloc", "thp_fault_fallback", "compact_stall")
 
 
 def read(path: str) -> str:
@@ -64,10 +72,19 @@ def main_thread() -> dict:
 
 
 def host() -> dict:
-    """The machine's CPU ticks by kind (first line of /proc/stat)."""
-    line = read("/proc/stat").splitlines()[:1]
-    values = line[0].split()[1:] if line else []
-    return {k: int(v) for k, v in zip(HOST_FIELDS, values)}
+    """The machine's CPU ticks by kind (first line of /proc/stat) and its
+    interrupts so far, all sources and CPUs (the "intr" line)."""
+    lines = read("/proc/stat").splitlines()
+    values = lines[0].split()[1:] if lines else []
+    out = {k: int(v) for k, v in zip(HOST_FIELDS, values)}
+    for line in lines:
+        if line.startswith("intr "):
+            out["interrupts"] = int(line.split()[1])
+    for line in read("/proc/vmstat").splitlines():
+        key, _, value = line.partition(" ")
+        if key in VM_FIELDS:
+            out[key] = int(value)
+    return out
 
 
 def delta(after: dict, before: dict) -> dict:
@@ -77,6 +94,11 @@ def delta(after: dict, before: dict) -> dict:
 def main() -> None:
     samples = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else 1_048_576
+    if os.environ.get("COST_NO_THP") == "1":
+        import ctypes
+        # PR_SET_THP_DISABLE = 41
+        if ctypes.CDLL(None, use_errno=True).prctl(41, 1, 0, 0, 0) != 0:
+            print("prctl(PR_SET_THP_DISABLE) failed", file=sys.stderr)
     torch.manual_seed(0)
     x = torch.randn(samples, 100)
     model = mlp()
