@@ -5,7 +5,9 @@
 //!    the same run, with multi-uprobe links and with one link per function;
 //!    and for both, how long the kernel takes to release the probes once
 //!    the capture has stopped;
-//! 2. sustained event rate: the same loop at full speed under capture, with
+//! 2. host events: ns per fresh page and per system call, traced and beside
+//!    a capture of another process (`CAPTURE_COST_ONLY=host` alone);
+//! 3. sustained event rate: the same loop at full speed under capture, with
 //!    every event written to the database; reports events/s and losses.
 //!
 //! Run: `cargo bench -p ingero-probes --bench capture_cost`
@@ -123,6 +125,57 @@ fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
     }
 }
 
+/// Starts `workload --stdin ARGS` (libraries loaded, waiting).
+fn spawn_workload(dir: &Path, args: &[&str]) -> std::process::Child {
+    Command::new(dir.join("workload"))
+        .arg("--stdin")
+        .args(args)
+        .env("INGERO_STANDIN_US", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("workload")
+}
+
+/// What the host-event probes cost: ns per fresh page (fault, allocation,
+/// zeroing, unmap) and per system call (getppid), in a traced workload and
+/// in an untraced one beside a capture of another process. Page
+/// allocations run a program wherever they happen; system calls should
+/// cost nothing extra anywhere (no syscall tracepoint is attached).
+fn host_event_costs(dir: &Path, tmp: &Path, rounds: usize) {
+    println!("host events (median of {rounds}): ns per page / per system call");
+    for (label, args) in [
+        ("fresh 4 KiB page", ["--page-bench", "100000"]),
+        ("getppid() system call", ["--syscall-bench", "2000000"]),
+    ] {
+        let mut plain = Vec::new();
+        let mut traced = Vec::new();
+        let mut beside = Vec::new();
+        for round in 0..rounds {
+            plain.push(finish(spawn_workload(dir, &args)));
+            let db = tmp.join(format!("host{round}.db"));
+            let child = spawn_workload(dir, &args);
+            let cfg = CaptureConfig::new(Target::Pid(child.id() as i32), &db);
+            let handle = start(cfg).expect("start capture (run as root)");
+            traced.push(finish(child));
+            handle.stop().expect("stop");
+            let _ = std::fs::remove_file(&db);
+            wait_detached();
+            // Beside a capture of an idle workload.
+            let idle = spawn_workload(dir, &["--bench", "1"]);
+            let cfg = CaptureConfig::new(Target::Pid(idle.id() as i32), &db);
+            let handle = start(cfg).expect("start capture (run as root)");
+            beside.push(finish(spawn_workload(dir, &args)));
+            finish(idle);
+            handle.stop().expect("stop");
+            let _ = std::fs::remove_file(&db);
+            wait_detached();
+        }
+        let (p, t, b) = (median(plain), median(traced), median(beside));
+        println!("  {label:<24} untraced {p:>8.1}  traced {t:>8.1} (x{:.3})  beside a capture {b:>8.1} (x{:.3})", t / p, b / p);
+    }
+}
+
 /// Releases a waiting workload and returns its ns per call.
 fn finish(mut child: std::process::Child) -> f64 {
     child
@@ -223,6 +276,11 @@ fn main() {
     // path (section 1's last table), for quick comparisons of one change.
     if std::env::var("CAPTURE_COST_ONLY").as_deref() == Ok("launch") {
         launch_settings(&dir, &tmp, N, rounds);
+        return;
+    }
+    // CAPTURE_COST_ONLY=host: only the host-event costs.
+    if std::env::var("CAPTURE_COST_ONLY").as_deref() == Ok("host") {
+        host_event_costs(&dir, &tmp, rounds);
         return;
     }
     let mut base = Vec::new();
@@ -326,6 +384,7 @@ fn main() {
     );
 
     launch_settings(&dir, &tmp, N, rounds);
+    host_event_costs(&dir, &tmp, rounds);
 
     let m: u64 = if bench { 3_000_000 } else { 300_000 };
     let sampled = RawPolicy::Sampled {

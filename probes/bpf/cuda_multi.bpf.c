@@ -94,4 +94,27 @@ SEC("uprobe.session") int cuda_launch_session(struct ingero_regs *ctx)
 	return launch_enter_sampled(id, op, &v);
 }
 
+/*
+ * The dynamic loader's _dl_debug_state(): the empty function it calls for
+ * debuggers before and after it maps or unmaps objects (every dlopen and
+ * dlclose). A traced process may have mapped a new library: user space
+ * reads its memory map again. Linked per process to the loader file the
+ * process maps (src/loader.rs), so other processes never trap, and nothing
+ * runs on any other system call or mapping.
+ */
+SEC("uprobe.multi/loader") int loader_state(struct ingero_regs *ctx)
+{
+	u64 id = bpf_get_current_pid_tgid();
+	if (!call_wanted(id, bpf_get_attach_cookie(ctx)))
+		return 0;
+	struct rec_notice *e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	e->rec = REC_MAPEXEC;
+	e->pid = (u32)(id >> 32);
+	e->ts = bpf_ktime_get_ns();
+	submit(e);
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";

@@ -106,15 +106,24 @@ int on_wakeup(u64 *ctx)
 }
 
 /* mm_page_alloc(page, order, gfp, migratetype), charged to the current task
- * and counted into this CPU's run (page_runs.h). */
+ * and counted into this CPU's run (page_runs.h). This runs for every page
+ * allocation on the host, so the common case, the next allocation of the
+ * thread whose run is open, touches the run alone. */
 SEC("tp_btf/mm_page_alloc")
 int on_page_alloc(u64 *ctx)
 {
+	if (ctx[0] == 0 || is_paused())
+		return 0;
+	u32 zero = 0;
+	struct page_run *run = bpf_map_lookup_elem(&page_runs, &zero);
+	if (!run)
+		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = (u32)(id >> 32);
-	if (ctx[0] == 0 || !is_tracked(tgid))
+	u32 order = (u32)ctx[1];
+	if (join_page_run(run, tgid, (u32)id, order) || !is_tracked(tgid))
 		return 0;
-	add_page_alloc(tgid, (u32)id, bpf_ktime_get_ns(), (u32)ctx[1]);
+	start_page_run(run, tgid, (u32)id, bpf_ktime_get_ns(), order);
 	return 0;
 }
 
@@ -193,8 +202,11 @@ struct sys_exit_ctx {
 
 #define PROT_EXEC 0x4
 
-/* mmap(addr, len, prot, flags, fd, off) with PROT_EXEC and a file: a library
- * is being mapped. Mark the thread; the exit side reports it once mapped. */
+/* Fallback of the loader watch (loader_state in cuda_multi.bpf.c), for
+ * kernels without multi-uprobe links: mmap(addr, len, prot, flags, fd, off)
+ * with PROT_EXEC and a file: a library is being mapped. Mark the thread; the
+ * exit side reports it once mapped. While any syscall tracepoint is
+ * attached, every system call on the host takes the kernel's traced path. */
 SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_mmap_enter(struct sys_enter_ctx *ctx)
 {

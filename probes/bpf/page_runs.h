@@ -59,29 +59,50 @@ static __always_inline void flush_page_run(struct page_run *run)
 	run->count = 0;
 }
 
-/* Counts one allocation of 2^order pages by `tgid`/`tid` at `now`. */
-static __always_inline void add_page_alloc(u32 tgid, u32 tid, u64 now, u32 order)
+/* Starts this CPU's run with one allocation of 2^order pages by
+ * `tgid`/`tid` at `now` (the open run, if any, sent first). */
+static __always_inline void start_page_run(struct page_run *run, u32 tgid, u32 tid,
+					   u64 now, u32 order)
 {
-	u32 zero = 0;
-	struct page_run *run = bpf_map_lookup_elem(&page_runs, &zero);
-	if (!run)
-		return;
-	if (run->count && (run->tid != tid || now - run->start >= PAGE_RUN_NS))
-		flush_page_run(run);
+	flush_page_run(run);
 	if (order > 20)
 		order = 20;
-	if (!run->count) {
-		run->pid = tgid;
-		run->tid = tid;
-		run->start = now;
-		run->pages = 0;
-		run->order = 0;
+	run->pid = tgid;
+	run->tid = tid;
+	run->start = now;
+	run->last = now;
+	run->count = 1;
+	run->pages = 1U << order;
+	run->order = order;
+}
+
+/*
+ * One allocation of 2^order pages by the current thread, `tgid`/`tid`.
+ * Returns 1 when it joined the thread's open run on this CPU: that thread
+ * was found traced when its run began, and a run never outlives the
+ * thread's stay on the CPU (end_page_run_of), so the traced-process lookup
+ * is skipped; in page-fault-heavy code nearly every allocation takes this
+ * path. Returns 0 when there is no such run (the caller checks whether the
+ * thread is traced, then starts one) or when the run was sent for being
+ * PAGE_RUN_NS old (a new one is started here, so 1 is returned).
+ */
+static __always_inline int join_page_run(struct page_run *run, u32 tgid, u32 tid, u32 order)
+{
+	if (!run->count || run->tid != tid)
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	if (now - run->start >= PAGE_RUN_NS) {
+		start_page_run(run, tgid, tid, now, order);
+		return 1;
 	}
+	if (order > 20)
+		order = 20;
 	run->count += 1;
 	run->pages += 1U << order;
 	run->last = now;
 	if (order > run->order)
 		run->order = order;
+	return 1;
 }
 
 /* Ends this CPU's run when its thread leaves the CPU. */

@@ -312,6 +312,13 @@ impl Control {
     }
 
     fn attach_from_maps(&mut self, pid: i32, failed: &mut HashSet<PathBuf>) {
+        if let (Some(probes), Some(loader)) = (self.probes.as_mut(), discovery::loader_in_maps(pid))
+        {
+            let scope = (!self.trace_all).then_some(pid);
+            if let Err(e) = probes.watch_loader(&loader, scope) {
+                tracing::warn!(error = %e, pid, "no watch on libraries loaded from now on");
+            }
+        }
         for lib in discovery::libraries_in_maps(pid) {
             if failed.contains(&lib) {
                 continue;

@@ -51,6 +51,20 @@ pub fn libraries_in_maps(pid: i32) -> Vec<PathBuf> {
     found.into_iter().map(|p| visible_path(pid, &p)).collect()
 }
 
+/// The dynamic loader file `pid` maps (`ld-linux-x86-64.so.2`,
+/// `ld-musl-x86_64.so.1`, ...), reachable from here; `None` for a static
+/// program or a process gone.
+pub fn loader_in_maps(pid: i32) -> Option<PathBuf> {
+    let maps = fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    maps.lines().find_map(|line| {
+        let path = line[line.find('/')?..].trim_end();
+        let name = Path::new(path).file_name()?.to_str()?;
+        let loader = name.starts_with("ld-linux") || name.starts_with("ld-musl");
+        (loader && name.contains(".so") && !path.ends_with(" (deleted)"))
+            .then(|| visible_path(pid, path))
+    })
+}
+
 /// `path` as mapped by `pid`, reachable from here: the plain path when it is
 /// the same file, else through the process's root directory.
 fn visible_path(pid: i32, path: &str) -> PathBuf {

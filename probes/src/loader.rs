@@ -30,7 +30,15 @@ const BTF_TRACEPOINTS: &[(&str, &str)] = &[
     ("on_exit", "sched_process_exit"),
 ];
 
-/// Classic tracepoints: program name, category, event.
+/// The dynamic loader's hook for debuggers, called before and after every
+/// dlopen and dlclose: where the loader watch traps (see
+/// [`Probes::watch_loader`]).
+const LOADER_HOOK: &str = "_dl_debug_state";
+
+/// Classic tracepoints: program name, category, event. The fallback of the
+/// loader watch where the kernel has no multi-uprobe links: while a syscall
+/// tracepoint is attached, every system call on the host takes the kernel's
+/// traced path.
 const CLASSIC_TRACEPOINTS: &[(&str, &str, &str)] = &[
     ("on_mmap_enter", "syscalls", "sys_enter_mmap"),
     ("on_mmap_exit", "syscalls", "sys_exit_mmap"),
@@ -131,6 +139,11 @@ pub struct Probes {
     /// Sampled launch timing is on: driver launches go to the session
     /// program.
     launch_sessions: bool,
+    /// Dynamic loader files watched, by (device, inode, pid); pid 0 when
+    /// watched in every process.
+    loaders: HashSet<(u64, u64, u32)>,
+    /// The mmap syscall tracepoints stand in for the loader watch.
+    mmap_syscalls: bool,
 }
 
 fn load_err(e: impl std::fmt::Display) -> CaptureError {
@@ -276,10 +289,13 @@ impl Probes {
             multi,
             warnings,
             launch_sessions,
+            loaders: HashSet::new(),
+            mmap_syscalls: false,
         })
     }
 
-    /// Attaches the scheduler, memory and lifecycle tracepoints.
+    /// Attaches the scheduler, memory and lifecycle tracepoints (and, where
+    /// the loader watch cannot be used, the mmap syscall tracepoints).
     pub fn attach_tracepoints(&mut self) -> Result<(), CaptureError> {
         for (prog, tp) in BTF_TRACEPOINTS {
             let p: &mut BtfTracePoint = program(&mut self.ebpf, prog)?;
@@ -287,6 +303,76 @@ impl Probes {
             let link = p.take_link(id).map_err(|e| attach_err(tp, e))?;
             self.links.push(Box::new(link));
         }
+        let unavailable = match &self.multi {
+            None => Some("the kernel has no multi-uprobe links".to_string()),
+            Some(m) => m.loader_watch_unavailable().map(str::to_string),
+        };
+        if let Some(why) = unavailable {
+            self.watch_mmap_syscalls(&why)?;
+        }
+        Ok(())
+    }
+
+    /// Watches the processes of the capture for libraries they map from now
+    /// on (dlopen): a trap in `pid`'s dynamic loader at `path` each time it
+    /// has mapped or unmapped objects, after which the capture reads the
+    /// process's memory map again. Only `pid` traps (every process mapping
+    /// `path` with `None`, when tracing the whole machine); other system
+    /// calls and mappings cost nothing. Where this cannot be done, the mmap
+    /// syscall tracepoints take over for the rest of the capture.
+    pub fn watch_loader(&mut self, path: &Path, pid: Option<i32>) -> Result<(), CaptureError> {
+        if self.mmap_syscalls {
+            return Ok(());
+        }
+        let pid = pid.and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0);
+        let Ok(meta) = std::fs::metadata(path) else {
+            // The process has gone, or its loader is out of reach.
+            return Ok(());
+        };
+        let key = (meta.dev(), meta.ino(), pid.unwrap_or(0));
+        if self.loaders.contains(&key) || self.loaders.contains(&(key.0, key.1, 0)) {
+            return Ok(());
+        }
+        let linked = crate::elf::function_offsets(path, &[LOADER_HOOK])
+            .and_then(|o| {
+                o.get(LOADER_HOOK)
+                    .copied()
+                    .ok_or_else(|| format!("it defines no {LOADER_HOOK}"))
+            })
+            .and_then(|offset| {
+                let multi = self
+                    .multi
+                    .as_ref()
+                    .ok_or("the kernel has no multi-uprobe links")?;
+                multi
+                    .attach_loader_watch(path, offset, pid)
+                    .map_err(|e| e.to_string())
+            });
+        match linked {
+            Ok(link) => {
+                self.links.push(Box::new(link));
+                self.loaders.insert(key);
+                Ok(())
+            }
+            Err(e) => self.watch_mmap_syscalls(&format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Attaches the mmap syscall tracepoints (once), the loader watch's
+    /// fallback, and says so in the capture's warnings.
+    fn watch_mmap_syscalls(&mut self, why: &str) -> Result<(), CaptureError> {
+        if self.mmap_syscalls {
+            return Ok(());
+        }
+        self.warnings.record(
+            WarningKind::MmapWatchOnSyscallTracepoints,
+            None,
+            format!(
+                "libraries loaded during the capture are watched through the mmap syscall \
+                 tracepoints ({why}): while the capture runs, every system call on this host \
+                 takes the kernel's traced path"
+            ),
+        );
         for (prog, cat, name) in CLASSIC_TRACEPOINTS {
             let p: &mut TracePoint = program(&mut self.ebpf, prog)?;
             let id = p.attach(cat, name).map_err(|e| {
@@ -303,6 +389,7 @@ impl Probes {
                 .map_err(|e| attach_err(&format!("{cat}:{name}"), e))?;
             self.links.push(Box::new(link));
         }
+        self.mmap_syscalls = true;
         Ok(())
     }
 

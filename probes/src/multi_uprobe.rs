@@ -51,6 +51,9 @@ const RETURN: (&str, &str) = ("uretprobe.multi", "cuda_return");
 /// Section and program name of the launch session program (sampled launch
 /// timing, kernel 6.13+).
 const SESSION: (&str, &str) = ("uprobe.session", "cuda_launch_session");
+/// Section and program name of the loader watch (the dynamic loader's
+/// `_dl_debug_state`, called around every dlopen and dlclose).
+const LOADER: (&str, &str) = ("uprobe.multi/loader", "loader_state");
 
 /// Why the multi-uprobe programs could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +91,8 @@ pub struct MultiUprobes {
     ret: OwnedFd,
     /// The launch session program, or why it could not be loaded.
     session: Result<OwnedFd, String>,
+    /// The loader watch program, or why it could not be loaded.
+    loader: Result<OwnedFd, String>,
 }
 
 /// Cookie bit of the attachment points of a link bound to one process
@@ -178,12 +183,16 @@ impl MultiUprobes {
         } else {
             (enter?, ret?)
         };
+        let loader = relocate(LOADER.0, globals)
+            .and_then(|insns| prog_load(LOADER.1, &insns, &license, BPF_TRACE_UPROBE_MULTI))
+            .map_err(|e| e.to_string());
         // The programs hold their own references to the data maps now.
         drop(data_maps);
         Ok(MultiUprobes {
             enter,
             ret,
             session,
+            loader,
         })
     }
 
@@ -207,6 +216,7 @@ impl MultiUprobes {
                 BPF_TRACE_UPROBE_SESSION,
             )
             .map_err(|e| e.to_string()),
+            loader: Err("the floor programs watch no loader".into()),
         })
     }
 
@@ -244,6 +254,28 @@ impl MultiUprobes {
         pid: Option<u32>,
     ) -> Result<OwnedFd, MultiUprobeError> {
         link(&self.enter, BPF_TRACE_UPROBE_MULTI, 0, path, points, pid)
+    }
+
+    /// Links the loader watch to the instruction at `offset` of the dynamic
+    /// loader file at `path` (its `_dl_debug_state`), in process `pid` only
+    /// or, with `None`, in every process that maps it.
+    pub fn attach_loader_watch(
+        &self,
+        path: &Path,
+        offset: u64,
+        pid: Option<u32>,
+    ) -> Result<OwnedFd, MultiUprobeError> {
+        let prog = self
+            .loader
+            .as_ref()
+            .map_err(|e| MultiUprobeError::Object(format!("no loader watch program: {e}")))?;
+        let point = ProbePoint { offset, op_id: 0 };
+        link(prog, BPF_TRACE_UPROBE_MULTI, 0, path, &[point], pid)
+    }
+
+    /// Why the loader watch program is not there, or `None` when it is.
+    pub fn loader_watch_unavailable(&self) -> Option<&str> {
+        self.loader.as_ref().err().map(String::as_str)
     }
 
     /// Why the launch session program is not there (kernels before 6.13

@@ -142,6 +142,12 @@ pub enum WarningKind {
     /// sessions (Linux 6.13+) or the session link failed: every launch is
     /// timed, at the cost of two probe traps each.
     LaunchSamplingUnavailable,
+    /// The kernel could not attach a function-exit program to
+    /// `vm_mmap_pgoff`, so libraries loaded during the capture are watched
+    /// through the mmap syscall tracepoints instead: while they are attached,
+    /// every system call of every process on the host takes the kernel's
+    /// traced path (some tens of nanoseconds more each).
+    MmapWatchOnSyscallTracepoints,
     /// `INGERO_CLOCK_SKEW_NS` shifted every recorded time (a test of merged
     /// captures): the file's times are not this host's clock.
     ClockSkewInjected,

@@ -4,7 +4,7 @@
 
 mod common;
 
-use ingero_probes::{start, CaptureConfig, StopReason, Target};
+use ingero_probes::{start, CaptureConfig, StopReason, Target, WarningKind};
 use rusqlite::Connection;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,26 +28,52 @@ fn count(db: &Path, sql: &str) -> i64 {
 
 #[test]
 fn picks_up_a_library_dlopened_after_exec() {
+    dlopened_library(true);
+}
+
+/// Without multi-uprobe links (kernels before 6.6, or forced here), the
+/// loader watch cannot be linked: the mmap syscall tracepoints find the
+/// library instead, and the capture says what that costs.
+#[test]
+fn picks_up_a_dlopened_library_without_multi_uprobe_links() {
+    dlopened_library(false);
+}
+
+fn dlopened_library(multi_uprobes: bool) {
     if !common::can_trace() {
         return;
     }
     let tmp = tempfile::tempdir().expect("tmp");
     let lib = wheel_layout(tmp.path());
     let db = tmp.path().join("t.db");
-    // `env` execs the workload, which dlopens the wheel copies, waits, then calls.
+    // `env` execs the workload, which sleeps (so every look at its memory
+    // map made at its start is over), dlopens the wheel copies, waits for
+    // the capture to probe them, then calls: only a watch on the loads
+    // themselves can find them.
     let argv = vec![
         "env".to_string(),
         "INGERO_STANDIN_US=10".into(),
         lib.join("workload").display().to_string(),
         "--iters".into(),
         "50".into(),
+        "--delay-load-ms".into(),
+        "600".into(),
         "--wait-ms".into(),
         "300".into(),
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
     cfg.duration = Some(Duration::from_secs(30));
+    cfg.multi_uprobes = multi_uprobes;
     let summary = start(cfg).expect("start").wait().expect("capture");
     assert_eq!(summary.command_exit, Some(0));
+    // With multi-uprobe links, found through the loader's hook, not the
+    // mmap syscall tracepoints (which slow every system call on the host).
+    let on_syscalls = summary
+        .status
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::MmapWatchOnSyscallTracepoints);
+    assert_eq!(on_syscalls, !multi_uprobes, "{:?}", summary.status.warnings);
     let libs = summary.status.libraries.join(" ");
     assert!(
         libs.contains("site-packages/nvidia/cu13/lib/libcudart.so.13"),

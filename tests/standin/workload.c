@@ -9,11 +9,17 @@
  *     --workers W        forked CPU/memory hogs competing with the loop (default 0)
  *     --worker-ms MS     how long each worker runs (default 300)
  *     --pids FILE        write "parent PID" and "worker PID" lines here
+ *     --delay-load-ms MS sleep before loading the libraries (a library loaded
+ *                        long after the process started)
  *     --wait-ms MS       sleep after loading the libraries, before any call
  *     --addr-file FILE   after loading the libraries, write the address of
  *                        cuLaunchKernel in this process there (hex, one line)
  *     --stdin            after loading the libraries, wait for a line on stdin
  *     --bench N          time N cudaLaunchKernel calls and print ns per call
+ *     --page-bench N     instead, fault in N fresh 4 KiB pages (64 MiB
+ *                        mappings, one write per page, unmapped in turn) and
+ *                        print ns per page; --syscall-bench N: N getppid()
+ *                        system calls, ns per call
  *     --alarm-ms MS      arm SIGALRM (default action: the process dies) MS after
  *                        loading the libraries, to end it inside a call
  *     --reload N         after the run, unload both libraries (checked in
@@ -48,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -228,6 +235,7 @@ int main(int argc, char **argv)
 	char dir[PATH_MAX] = "";
 	long iters = 100, workers = 0, worker_ms = 300, wait_ms = 0, bench = 0;
 	long alarm_ms = 0, reload = 0, seconds = 0, touch_pages = 0, spin_ms = 0;
+	long delay_load_ms = 0, page_bench = 0, syscall_bench = 0;
 	int wait_stdin = 0, side = 0, new_api = 0;
 	const char *pids_path = NULL, *addr_path = NULL;
 
@@ -261,6 +269,12 @@ int main(int argc, char **argv)
 			worker_ms = atol(v);
 		else if (!strcmp(a, "--pids"))
 			pids_path = v;
+		else if (!strcmp(a, "--page-bench"))
+			page_bench = atol(v);
+		else if (!strcmp(a, "--syscall-bench"))
+			syscall_bench = atol(v);
+		else if (!strcmp(a, "--delay-load-ms"))
+			delay_load_ms = atol(v);
 		else if (!strcmp(a, "--wait-ms"))
 			wait_ms = atol(v);
 		else if (!strcmp(a, "--addr-file"))
@@ -290,6 +304,8 @@ int main(int argc, char **argv)
 		exe[n] = 0;
 		snprintf(dir, sizeof(dir), "%s", dirname(exe));
 	}
+	if (delay_load_ms > 0)
+		usleep((useconds_t)(delay_load_ms * 1000));
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/libcudart.so.13", dir);
 	void *rt = dlopen(path, RTLD_NOW);
@@ -340,6 +356,30 @@ int main(int argc, char **argv)
 	fn_sync cuCtxSynchronize = (fn_sync)sym(drv, "cuCtxSynchronize");
 
 	dim3 grid = { 4, 2, 1 }, block = { 128, 1, 1 };
+	if (page_bench > 0) {
+		const size_t chunk = 64UL << 20;
+		long done = 0;
+		long long t0 = now_ns();
+		while (done < page_bench) {
+			char *p = mmap(NULL, chunk, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				return 75;
+			madvise(p, chunk, MADV_NOHUGEPAGE);
+			for (size_t off = 0; off < chunk && done < page_bench; off += 4096, done++)
+				p[off] = 1;
+			munmap(p, chunk);
+		}
+		printf("%.1f\n", (double)(now_ns() - t0) / (double)page_bench);
+		return 0;
+	}
+	if (syscall_bench > 0) {
+		long long t0 = now_ns();
+		for (long i = 0; i < syscall_bench; i++)
+			syscall(SYS_getppid);
+		printf("%.1f\n", (double)(now_ns() - t0) / (double)syscall_bench);
+		return 0;
+	}
 	if (bench > 0) {
 		long long t0 = now_ns();
 		for (long i = 0; i < bench; i++)
