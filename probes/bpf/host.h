@@ -70,11 +70,14 @@ SEC("tp_btf/sched_switch")
 int on_switch(u64 *ctx)
 {
 	struct task_struct *next = (struct task_struct *)ctx[2];
-	u64 now = bpf_ktime_get_ns();
 	u64 id = bpf_get_current_pid_tgid();
 	u32 prev_tid = (u32)id;
+	/* Read only where a traced thread is involved: this runs at every
+	 * context switch on the host. */
+	u64 now = 0;
 
 	if (prev_tid != 0 && is_tracked((u32)(id >> 32))) {
+		now = bpf_ktime_get_ns();
 		struct offcpu_val v = { .ts = now, .state = (s64)(u32)ctx[3] };
 		bpf_map_update_elem(&offcpu, &prev_tid, &v, BPF_ANY);
 		offcpu_stack(ctx, id, now);
@@ -87,6 +90,8 @@ int on_switch(u64 *ctx)
 	struct offcpu_val *out = bpf_map_lookup_elem(&offcpu, &next_tid);
 	if (!out)
 		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	emit_host(HK_SWITCH, (u32)next->tgid, next_tid, out->ts, now - out->ts, out->state);
 	bpf_map_delete_elem(&offcpu, &next_tid);
 	return 0;
