@@ -184,6 +184,20 @@ mod tests {
     }
 
     #[test]
+    fn finds_the_dynamic_loader_of_a_process() {
+        // This test binary is dynamically linked: its loader is mapped, and
+        // it defines the debugger hook the loader watch traps on.
+        let pid = std::process::id() as i32;
+        let loader = loader_in_maps(pid).expect("a dynamically linked test binary maps its loader");
+        let name = loader.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        assert!(name.starts_with("ld-"), "{}", loader.display());
+        let hook = crate::elf::function_offsets(&loader, &["_dl_debug_state"]).expect("ELF");
+        assert!(hook.contains_key("_dl_debug_state"), "{}", loader.display());
+        // No such process: nothing, not an error.
+        assert!(loader_in_maps(i32::MAX).is_none());
+    }
+
+    #[test]
     fn reads_paths_from_a_linker_cache_and_dirs() {
         let dir = tempfile::tempdir().expect("tmp");
         let lib = dir.path().join("libcuda.so.1");
