@@ -82,4 +82,17 @@ static __always_inline void submit(void *p)
 	bpf_ringbuf_submit(p, BPF_RB_NO_WAKEUP);
 }
 
+/* Tells user space that process `pid` may have mapped new code (a library):
+ * it reads the process's memory map again. */
+static __always_inline void notice_mapped_code(u32 pid)
+{
+	struct rec_notice *e = reserve(sizeof(*e));
+	if (!e)
+		return;
+	e->rec = REC_MAPEXEC;
+	e->pid = pid;
+	e->ts = bpf_ktime_get_ns();
+	submit(e);
+}
+
 #endif

@@ -105,15 +105,8 @@ SEC("uprobe.session") int cuda_launch_session(struct ingero_regs *ctx)
 SEC("uprobe.multi/loader") int loader_state(struct ingero_regs *ctx)
 {
 	u64 id = bpf_get_current_pid_tgid();
-	if (!call_wanted(id, bpf_get_attach_cookie(ctx)))
-		return 0;
-	struct rec_notice *e = reserve(sizeof(*e));
-	if (!e)
-		return 0;
-	e->rec = REC_MAPEXEC;
-	e->pid = (u32)(id >> 32);
-	e->ts = bpf_ktime_get_ns();
-	submit(e);
+	if (call_wanted(id, bpf_get_attach_cookie(ctx)))
+		notice_mapped_code((u32)(id >> 32));
 	return 0;
 }
 

@@ -125,7 +125,7 @@ int on_page_alloc(u64 *ctx)
 		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = (u32)(id >> 32);
-	u32 order = (u32)ctx[1];
+	u32 order = (u32)ctx[1] > 20 ? 20 : (u32)ctx[1];
 	if (join_page_run(run, tgid, (u32)id, order) || !is_tracked(tgid))
 		return 0;
 	start_page_run(run, tgid, (u32)id, bpf_ktime_get_ns(), order);
@@ -233,15 +233,8 @@ int on_mmap_exit(struct sys_exit_ctx *ctx)
 	if (!bpf_map_lookup_elem(&mmap_exec, &tid))
 		return 0;
 	bpf_map_delete_elem(&mmap_exec, &tid);
-	if (ctx->ret < 0)
-		return 0;
-	struct rec_notice *e = reserve(sizeof(*e));
-	if (!e)
-		return 0;
-	e->rec = REC_MAPEXEC;
-	e->pid = (u32)(id >> 32);
-	e->ts = bpf_ktime_get_ns();
-	submit(e);
+	if (ctx->ret >= 0)
+		notice_mapped_code((u32)(id >> 32));
 	return 0;
 }
 

@@ -59,14 +59,12 @@ static __always_inline void flush_page_run(struct page_run *run)
 	run->count = 0;
 }
 
-/* Starts this CPU's run with one allocation of 2^order pages by
- * `tgid`/`tid` at `now` (the open run, if any, sent first). */
+/* Starts this CPU's run with one allocation of 2^order pages (order at
+ * most 20) by `tgid`/`tid` at `now` (the open run, if any, sent first). */
 static __always_inline void start_page_run(struct page_run *run, u32 tgid, u32 tid,
 					   u64 now, u32 order)
 {
 	flush_page_run(run);
-	if (order > 20)
-		order = 20;
 	run->pid = tgid;
 	run->tid = tid;
 	run->start = now;
@@ -77,7 +75,8 @@ static __always_inline void start_page_run(struct page_run *run, u32 tgid, u32 t
 }
 
 /*
- * One allocation of 2^order pages by the current thread, `tgid`/`tid`.
+ * One allocation of 2^order pages (order at most 20) by the current
+ * thread, `tgid`/`tid`.
  * Returns 1 when it joined the thread's open run on this CPU: that thread
  * was found traced when its run began, and a run never outlives the
  * thread's stay on the CPU (end_page_run_of), so the traced-process lookup
@@ -95,8 +94,6 @@ static __always_inline int join_page_run(struct page_run *run, u32 tgid, u32 tid
 		start_page_run(run, tgid, tid, now, order);
 		return 1;
 	}
-	if (order > 20)
-		order = 20;
 	run->count += 1;
 	run->pages += 1U << order;
 	run->last = now;

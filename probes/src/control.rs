@@ -312,6 +312,9 @@ impl Control {
     }
 
     fn attach_from_maps(&mut self, pid: i32, failed: &mut HashSet<PathBuf>) {
+        // The loader watch goes in before the map is read for libraries (a
+        // second read): a library mapped before the link is in the map,
+        // one mapped after it makes the loader trap.
         if let (Some(probes), Some(loader)) = (self.probes.as_mut(), discovery::loader_in_maps(pid))
         {
             let scope = (!self.trace_all).then_some(pid);

@@ -146,6 +146,12 @@ pub struct Probes {
     mmap_syscalls: bool,
 }
 
+/// Whether `set` of (device, inode, pid) links already covers `key`: the
+/// file linked for that process, or for every process (pid 0).
+fn covered(set: &HashSet<(u64, u64, u32)>, key: (u64, u64, u32)) -> bool {
+    set.contains(&key) || set.contains(&(key.0, key.1, 0))
+}
+
 fn load_err(e: impl std::fmt::Display) -> CaptureError {
     CaptureError::Load {
         detail: e.to_string(),
@@ -330,7 +336,7 @@ impl Probes {
             return Ok(());
         };
         let key = (meta.dev(), meta.ino(), pid.unwrap_or(0));
-        if self.loaders.contains(&key) || self.loaders.contains(&(key.0, key.1, 0)) {
+        if covered(&self.loaders, key) {
             return Ok(());
         }
         let linked = crate::elf::function_offsets(path, &[LOADER_HOOK])
@@ -433,7 +439,7 @@ impl Probes {
         };
         let meta = std::fs::metadata(path).map_err(|e| unusable(e.to_string()))?;
         let key = (meta.dev(), meta.ino(), pid.unwrap_or(0));
-        if self.attached.contains(&key) || self.attached.contains(&(key.0, key.1, 0)) {
+        if covered(&self.attached, key) {
             return Ok(AttachOutcome::AlreadyAttached);
         }
         let kind = LibraryKind::of(path);
