@@ -76,12 +76,12 @@ int on_switch(u64 *ctx)
 	 * context switch on the host. */
 	u64 now = 0;
 
+	end_page_run_of(ctx[1]);
 	if (prev_tid != 0 && is_tracked((u32)(id >> 32))) {
 		now = bpf_ktime_get_ns();
 		struct offcpu_val v = { .ts = now, .state = (s64)(u32)ctx[3] };
 		bpf_map_update_elem(&offcpu, &prev_tid, &v, BPF_ANY);
 		offcpu_stack(ctx, id, now);
-		end_page_run_of(prev_tid);
 	}
 
 	u32 next_tid = (u32)next->pid;
@@ -113,22 +113,25 @@ int on_wakeup(u64 *ctx)
 /* mm_page_alloc(page, order, gfp, migratetype), charged to the current task
  * and counted into this CPU's run (page_runs.h). This runs for every page
  * allocation on the host, so the common case, the next allocation of the
- * thread whose run is open, touches the run alone. */
+ * thread whose run is open, touches the run alone (and the clock). */
 SEC("tp_btf/mm_page_alloc")
 int on_page_alloc(u64 *ctx)
 {
-	if (ctx[0] == 0 || is_paused())
+	if (ctx[0] == 0)
 		return 0;
 	u32 zero = 0;
 	struct page_run *run = bpf_map_lookup_elem(&page_runs, &zero);
 	if (!run)
 		return 0;
+	u64 task = bpf_get_current_task();
+	u32 order = (u32)ctx[1] > 20 ? 20 : (u32)ctx[1];
+	if (join_page_run(run, task, order))
+		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tgid = (u32)(id >> 32);
-	u32 order = (u32)ctx[1] > 20 ? 20 : (u32)ctx[1];
-	if (join_page_run(run, tgid, (u32)id, order) || !is_tracked(tgid))
+	if (!is_tracked(tgid))
 		return 0;
-	start_page_run(run, tgid, (u32)id, bpf_ktime_get_ns(), order);
+	start_page_run(run, task, tgid, (u32)id, bpf_ktime_get_ns(), order);
 	return 0;
 }
 
@@ -176,9 +179,9 @@ int on_exit(u64 *ctx)
 	u32 tid = (u32)p->pid;
 	u32 tgid = (u32)p->tgid;
 	bpf_map_delete_elem(&offcpu, &tid);
+	end_page_run_of(ctx[0]);
 	if (!is_tracked(tgid))
 		return 0;
-	end_page_run_of(tid);
 	end_open_calls(tgid, tid);
 	if (!(u8)ctx[1])
 		return 0;

@@ -112,7 +112,9 @@ fn page_run(b: &[u8], clock: &Clock) -> HostEvent {
         count: u32_at(b, 32).max(1),
         pages: u32_at(b, 36),
         order: u32::from(u16_at(b, 4)),
-        pad: 0,
+        unstamped: 0,
+        task: 0,
+        tick: 0,
     }
     .to_event(clock, i32::from(u16_at(b, 6)))
 }

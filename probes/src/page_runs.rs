@@ -27,8 +27,13 @@ pub struct PageRun {
     pub pages: u32,
     /// Largest order seen.
     pub order: u32,
-    /// Padding to the kernel layout.
-    pub pad: u32,
+    /// Allocations since the run's latest clock stamp (the kernel's own
+    /// bookkeeping: `last` is that stamp).
+    pub unstamped: u32,
+    /// The thread's kernel task address (the kernel's join test; not stored).
+    pub task: u64,
+    /// The kernel's tick count at the latest stamp (not stored).
+    pub tick: u64,
 }
 
 // SAFETY: plain `repr(C)` integers with the kernel's layout, no invalid bit
@@ -67,7 +72,9 @@ impl OpenPageRuns {
     }
 
     /// The runs not yet sent, one row each. Call after the probes are
-    /// detached (or paused), so no CPU is still adding to them.
+    /// detached, so no CPU is still adding to them (a paused capture's open
+    /// run keeps counting its thread's allocations until the thread leaves
+    /// the CPU).
     pub fn left_open(&self, clock: &Clock) -> Vec<HostEvent> {
         let Ok(per_cpu) = self.map.get(&0, 0) else {
             return Vec::new();

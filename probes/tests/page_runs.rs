@@ -105,6 +105,18 @@ fn a_page_storm_is_counted_whole_and_crowds_out_no_cuda_call() {
         ),
         0
     );
+    // A run is stamped with the clock at its first allocation and at least
+    // every 8th after it (and at each new kernel tick), so a run of 16
+    // allocations or more ends later than it starts.
+    assert_eq!(
+        one(
+            &conn,
+            "SELECT COUNT(*) FROM host_events WHERE kind = 3 AND pid = ?1 AND count >= 16 \
+             AND dur_ns = 0",
+            [parent],
+        ),
+        0
+    );
     // The per-second totals count every allocation, all of them kept.
     for pid_rows in [
         "SELECT SUM(count) FROM host_events WHERE kind = 3",

@@ -23,7 +23,8 @@
 #   capture), e.g. "-;--no-python-stacks;--stack-hz 0".
 # COST_TRACE_ARGS: options given to every capture (default --no-gpu-samples,
 #   as in dataloader_cost.sh; set it empty to sample the GPU too).
-# COST_PIN_A / COST_PIN_B: CPU lists to pin the copies to (default: free).
+# COST_PIN_A / COST_PIN_B: CPU lists to pin the copies to (default: free);
+#   COST_PIN_ING: the same for the captures.
 . "$(dirname "$0")/../device_setup.sh"
 ROUNDS=${3:-30}
 SAMPLES=${4:-500000}
@@ -81,7 +82,9 @@ for r in $(seq "$ROUNDS"); do
   if [ "$target" != "-" ]; then
     log="$OUT/side-trace-$r.err"
     # shellcheck disable=SC2086
-    INGERO_LOG=ingero_probes=debug "$ING" trace --quiet $TRACE_ARGS $v --pid "${PID[$target]}" --duration 600s \
+    pin_ing=()
+    [ -n "${COST_PIN_ING:-}" ] && pin_ing=(taskset -c "$COST_PIN_ING")
+    INGERO_LOG=ingero_probes=debug "${pin_ing[@]}" "$ING" trace --quiet $TRACE_ARGS $v --pid "${PID[$target]}" --duration 600s \
       --db "$OUT/side-$r.db" > "$OUT/side-trace-$r.out" 2> "$log" &
     T=$!
     # The capture is in place once it logs its last start step.
