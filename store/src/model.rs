@@ -69,7 +69,9 @@ pub struct HostEvent {
     pub cpu: i32,
     /// Events this row stands for: 1, or the allocations of a page-allocation
     /// run (consecutive allocations of one thread on one CPU, coalesced in
-    /// the kernel; `ts_ns` is the first, `dur_ns` the span to the last).
+    /// the kernel; `ts_ns` is the first, `dur_ns` the span to the last one
+    /// stamped with the clock: stamps come at least every 8th allocation and
+    /// at each kernel tick, so the end is early by at most 7 allocations).
     pub count: i64,
     /// Bytes a page-allocation row covers (4 KiB pages), 0 for other kinds.
     pub bytes: i64,

@@ -462,7 +462,8 @@ pub const NCCL_TABLES_SQL: &str = nccl_tables_v7!();
 pub const PAGE_RUNS_SQL: &str = r#"
 -- Version 6: count = events the row stands for (1, or the allocations of a page-allocation run:
 -- consecutive allocations of one thread on one CPU, at most 1 ms, ts_ns the first and dur_ns the
--- span to the last; arg the largest order). bytes = 4 KiB pages x 4096 of a page-allocation row.
+-- span to the last clock stamp, taken at least every 8th allocation and at each kernel tick; arg
+-- the largest order). bytes = 4 KiB pages x 4096 of a page-allocation row.
 ALTER TABLE host_events ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE host_events ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
 UPDATE host_events SET bytes = 4096 << MIN(MAX(arg, 0), 20) WHERE kind = 3;
