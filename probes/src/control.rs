@@ -514,6 +514,7 @@ impl Control {
         mut sampler: Sampler,
     ) -> Result<CaptureSummary, CaptureError> {
         set_state(&self.shared, CaptureState::Stopping);
+        let timer = crate::phase_timer::PhaseTimer::start("capture stop");
         let stopped_ns = self.clock.now_epoch();
         // The GPU sampler drains the driver buffers up to the stop while
         // the probes detach.
@@ -524,8 +525,10 @@ impl Control {
         if let Some(p) = self.probes.take() {
             p.detach_all();
         }
+        timer.mark("probes detached");
         self.poller_stop.store(true, Ordering::Release);
         let poller_ok = self.poller.take().is_none_or(|h| h.join().is_ok());
+        timer.mark("ring buffer drained");
         let mut ignored = BTreeMap::new();
         while let Ok(n) = self.notices.try_recv() {
             self.on_notice(n, &mut known, &mut exited, &mut ignored);
@@ -563,11 +566,15 @@ impl Control {
             command_exit = command_exit.or_else(|| c.try_wait());
             c.detach();
         }
+        timer.mark("open calls and runs sent");
         let gpu_ok = self.gpu_sampler.take().is_none_or(GpuSampler::join);
+        timer.mark("GPU sampler ended");
         // The symboliser ends once the poller (its only sender) is gone.
         self.python_stop.store(true, Ordering::Release);
-        let stacks_ok = self.python.take().is_none_or(|h| h.join().is_ok())
-            & self.symbolizer.take().is_none_or(|h| h.join().is_ok());
+        let python_ok = self.python.take().is_none_or(|h| h.join().is_ok());
+        timer.mark("Python sampler ended");
+        let stacks_ok = python_ok & self.symbolizer.take().is_none_or(|h| h.join().is_ok());
+        timer.mark("symboliser ended");
         self.record_stack_sources();
         self.send(WriterMsg::Finish(stopped_ns));
         let report = self
@@ -576,6 +583,7 @@ impl Control {
             .ok_or_else(|| CaptureError::Internal("writer thread missing".into()))?
             .join()
             .map_err(|_| CaptureError::Internal("writer thread panicked".into()))?;
+        timer.mark("database closed");
         let mut error = report.error.clone();
         if !poller_ok {
             error.get_or_insert_with(|| "poller thread panicked".into());

@@ -1,6 +1,6 @@
-//! Where start-up time goes: each step of a capture's start logs, at debug
-//! level (`INGERO_LOG=ingero_probes=debug`), the milliseconds since its
-//! stage began.
+//! Where start-up and stop time go: each step of a capture's start and
+//! stop logs, at debug level (`INGERO_LOG=ingero_probes=debug`), the
+//! milliseconds since its stage began.
 
 use std::time::Instant;
 
