@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Batches the writer may have queued (each at most 32k events).
 const WRITER_QUEUE: usize = 16;
@@ -33,6 +33,29 @@ const STACK_QUEUE: usize = 256;
 pub struct CaptureHandle {
     shared: Arc<Shared>,
     control: JoinHandle<Result<CaptureSummary, CaptureError>>,
+    ended: Arc<Ended>,
+}
+
+/// Set when the control thread returns (or unwinds), so a caller can sleep
+/// until the capture ends instead of polling for it.
+#[derive(Default)]
+struct Ended {
+    done: std::sync::Mutex<bool>,
+    signal: std::sync::Condvar,
+}
+
+/// Sets [`Ended`] when dropped: on every way out of the control thread.
+struct EndedOnDrop(Arc<Ended>);
+
+impl Drop for EndedOnDrop {
+    fn drop(&mut self) {
+        let mut done = match self.0.done.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *done = true;
+        self.0.signal.notify_all();
+    }
 }
 
 /// A cheap, clonable way to ask a capture to stop (from a signal handler
@@ -112,6 +135,25 @@ impl CaptureHandle {
     /// True once the capture has ended by itself (duration, target exit).
     pub fn is_finished(&self) -> bool {
         self.control.is_finished()
+    }
+
+    /// Sleeps until the capture has ended or `timeout` has passed, whichever
+    /// comes first; true when it has ended. A caller that redraws a status
+    /// now and then learns of the end at once rather than at its next poll.
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        let guard = match self.ended.done.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let (done, _) = match self
+            .ended
+            .signal
+            .wait_timeout_while(guard, timeout, |done| !*done)
+        {
+            Ok(r) => r,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *done || self.control.is_finished()
     }
 
     /// Stops now: detaches the probes, writes the last batch, closes the database.
@@ -455,9 +497,18 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         stack_hz: config.stack_hz,
         offcpu_stacks: config.offcpu_stacks,
     };
+    let ended = Arc::new(Ended::default());
+    let on_end = EndedOnDrop(ended.clone());
     let control = std::thread::Builder::new()
         .name("ingero-control".into())
-        .spawn(move || control.run())
+        .spawn(move || {
+            let _on_end = on_end;
+            control.run()
+        })
         .map_err(io)?;
-    Ok(CaptureHandle { shared, control })
+    Ok(CaptureHandle {
+        shared,
+        control,
+        ended,
+    })
 }

@@ -255,3 +255,41 @@ fn captures_cuda_calls_and_host_events_of_a_launched_command() {
         ) == 1
     );
 }
+
+/// A caller sleeping in `wait_timeout` learns that the capture ended when it
+/// ends, not when its timeout runs out: the traced command lives about
+/// 300 ms, the wait allows 60 s.
+#[test]
+fn wait_timeout_returns_when_the_capture_ends() {
+    if !common::can_trace() {
+        return;
+    }
+    let dir = common::standin();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = tmp.path().join("trace.db");
+    let argv: Vec<String> = [
+        dir.join("workload").display().to_string(),
+        "--iters".into(),
+        "3".into(),
+        "--wait-ms".into(),
+        "300".into(),
+    ]
+    .into();
+    let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
+    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.duration = Some(std::time::Duration::from_secs(120));
+    let handle = start(cfg).expect("start");
+    assert!(
+        !handle.wait_timeout(std::time::Duration::from_millis(1)),
+        "ended before the command could have"
+    );
+    let t0 = std::time::Instant::now();
+    assert!(handle.wait_timeout(std::time::Duration::from_secs(60)));
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(30),
+        "woke after {:?}",
+        t0.elapsed()
+    );
+    let summary = handle.wait().expect("capture");
+    assert_eq!(summary.reason, StopReason::TargetExited);
+}

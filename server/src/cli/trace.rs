@@ -237,7 +237,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             drawn_lines = frame.lines().count();
             next_draw = Instant::now() + Duration::from_secs(1);
         }
-        std::thread::sleep(Duration::from_millis(100));
+        // Wakes at once when the capture ends: the stop is not rounded up
+        // to a polling step.
+        handle.wait_timeout(Duration::from_millis(100));
     }
     let summary = handle.wait()?;
     if live && drawn_lines > 0 {
