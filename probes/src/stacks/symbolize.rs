@@ -72,6 +72,15 @@ impl NativeSymbolizer {
         }
     }
 
+    /// Loads the kernel's symbol table (`/proc/kallsyms`, some 200,000
+    /// lines) before the first kernel frame needs it. Nearly every capture
+    /// with stacks has kernel frames (every off-CPU stack starts in the
+    /// kernel), and a short command's first ones may only arrive with the
+    /// last batch, which would put the table's reading inside the stop.
+    pub fn warm_kernel(&mut self) {
+        let _ = self.blaze.symbolize(&kernel_source(), Input::AbsAddr(&[0]));
+    }
+
     /// Reads the mappings of `pid` now (at exec, or when it mapped new
     /// code); a process that is gone keeps its last snapshot.
     pub fn remap(&mut self, pid: i32) {
@@ -112,13 +121,10 @@ impl NativeSymbolizer {
         let resolved = match self.kernel.get(&probe) {
             Some(r) => r.clone(),
             None => {
-                let src = Source::Kernel(Kernel {
-                    kallsyms: MaybeDefault::Default,
-                    vmlinux: MaybeDefault::None,
-                    debug_syms: false,
-                    ..Kernel::default()
-                });
-                let r = first_sym(self.blaze.symbolize(&src, Input::AbsAddr(&[probe])));
+                let r = first_sym(
+                    self.blaze
+                        .symbolize(&kernel_source(), Input::AbsAddr(&[probe])),
+                );
                 self.kernel.insert(probe, r.clone());
                 r
             }
@@ -208,6 +214,16 @@ impl NativeSymbolizer {
             self.stats.resolved += 1;
         }
     }
+}
+
+/// The running kernel's symbols: `/proc/kallsyms` only (no vmlinux).
+fn kernel_source() -> Source<'static> {
+    Source::Kernel(Kernel {
+        kallsyms: MaybeDefault::Default,
+        vmlinux: MaybeDefault::None,
+        debug_syms: false,
+        ..Kernel::default()
+    })
 }
 
 /// Name and offset of the first answer, when it is a symbol.
