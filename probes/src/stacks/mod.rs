@@ -100,20 +100,6 @@ const BATCH: usize = 4096;
 /// Resolved samples wait at most this long before they are sent.
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
 
-/// Runs `f` with the calling thread under `SCHED_IDLE` (it gets a CPU only
-/// when nothing else wants one), then puts the thread back under the
-/// normal policy. Where the policy cannot be set, `f` runs as it is.
-fn while_idle(f: impl FnOnce()) {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
-    let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0;
-    f();
-    if idle {
-        // SAFETY: as above.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
-    }
-}
-
 /// Starts the symboliser thread. It ends once every sender of `rx` is gone
 /// (the poller stopped), after sending what it holds.
 pub(crate) fn spawn_symbolizer(
@@ -125,9 +111,10 @@ pub(crate) fn spawn_symbolizer(
         .name("ingero-stacks".into())
         .spawn(move || {
             let mut sym = NativeSymbolizer::new();
-            // Only on otherwise idle CPUs: the capture's start and the
-            // command's own start come first.
-            while_idle(|| sym.warm_kernel());
+            // At the thread's normal priority: a lowered one (SCHED_IDLE,
+            // nice 10) left the read unfinished at the stop of a capture on
+            // a busy host, and the stop waited for it.
+            sym.warm_kernel();
             let mut out: Vec<StackSample> = Vec::new();
             let mut last = Instant::now();
             loop {
