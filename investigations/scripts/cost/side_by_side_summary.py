@@ -2,7 +2,9 @@
 epoch, per capture variant, from rounds where two copies (A, B) ran an epoch
 at the same time and one of them, or neither, was traced.
 
-Per traced round d = log(traced copy's epoch / untraced copy's epoch). A
+Per traced round d = log(traced copy's epoch / untraced copy's epoch); with
+several copies per side (a list of epochs per side), d is the mean over the
+pairs (copy i of the traced side against copy i of the other). A
 lasting difference between the copies adds +k to the A-traced rounds and -k
 to the B-traced ones, so the cost is exp((mean_A + mean_B) / 2) - 1, with a
 95% bootstrap interval (each side resampled apart, 4,000 draws). The same
@@ -36,15 +38,32 @@ def measure(epoch, what):
     return epoch["main"]["user_ticks"]
 
 
+def copies(r, side):
+    """The epochs of a side's copies in round r (one copy: a single object)."""
+    e = r[side]
+    return e if isinstance(e, list) else [e]
+
+
 def irq_rate(r):
-    """The machine's interrupts per second over copy A's epoch of round r."""
-    return r["A"]["host"].get("interrupts", 0) / r["A"]["seconds"]
+    """The machine's interrupts per second over copy A1's epoch of round r."""
+    a = copies(r, "A")[0]
+    return a["host"].get("interrupts", 0) / a["seconds"]
+
+
+def pair_log_ratio(r, first, second, what):
+    """Mean over the copy pairs of log(first side's epoch / second side's)."""
+    logs = []
+    for a, b in zip(copies(r, first), copies(r, second)):
+        x, y = measure(a, what), measure(b, what)
+        if x <= 0 or y <= 0:
+            return None
+        logs.append(math.log(x / y))
+    return statistics.mean(logs) if logs else None
 
 
 def log_ratio(r, what):
     t, o = ("A", "B") if r["traced"] == "A" else ("B", "A")
-    a, b = measure(r[t], what), measure(r[o], what)
-    return math.log(a / b) if a > 0 and b > 0 else None
+    return pair_log_ratio(r, t, o, what)
 
 
 def estimate(side_a, side_b, draws=4000, seed=7):
@@ -67,11 +86,19 @@ def main():
     if bad:
         print(f"rounds left out (the capture did not start or ended early): {bad}")
     rounds = [r for r in rounds if r["ok"]]
-    null = [math.log(r["A"]["seconds"] / r["B"]["seconds"]) for r in rounds if r["traced"] == "-"]
-    walls = [r[c]["seconds"] for r in rounds for c in ("A", "B")]
+    null = [pair_log_ratio(r, "A", "B", "wall") for r in rounds if r["traced"] == "-"]
+    null = [x for x in null if x is not None]
+    walls = [e["seconds"] for r in rounds for c in ("A", "B") for e in copies(r, c)]
+    pairs = len(copies(rounds[0], "A")) if rounds else 0
     if walls:
-        print(f"{len(rounds)} rounds; epochs {min(walls):.3f}-{max(walls):.3f} s "
+        print(f"{len(rounds)} rounds, {pairs} pair(s) of copies; epochs {min(walls):.3f}-{max(walls):.3f} s "
               f"(median {statistics.median(walls):.3f})")
+    if pairs > 1:
+        single = [math.log(a["seconds"] / b["seconds"]) for r in rounds if r["traced"] == "-"
+                  for a, b in zip(copies(r, "A"), copies(r, "B"))]
+        if len(single) >= 2:
+            print(f"null rounds, one pair's log(A/B) sd {statistics.stdev(single):.4f} "
+                  f"(the mean of {pairs} pairs is what a round carries)")
     if len(null) >= 2:
         print(f"null rounds (neither traced), {len(null)}: A/B wall ratio median "
               f"{math.exp(statistics.median(null)):.4f}, spread of log(A/B) sd {statistics.stdev(null):.4f} "
