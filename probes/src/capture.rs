@@ -472,7 +472,9 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         page_runs,
         launch_levels,
         launch_level: if config.one_launch_level {
-            crate::launch_level::LaunchLevelState::Both
+            crate::launch_level::LaunchLevelState::Both {
+                base: Default::default(),
+            }
         } else {
             crate::launch_level::LaunchLevelState::Kept
         },

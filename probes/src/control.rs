@@ -186,26 +186,35 @@ impl Control {
         self.shutdown(reason, command_exit, last_losses, known, exited, sampler)
     }
 
-    /// At every tick until settled: detaches the runtime launch probes when
-    /// the driver level sees every launch (see [`crate::launch_level`]).
+    /// At every tick: detaches the runtime launch probes when the driver
+    /// level sees every launch (see [`crate::launch_level`]). Until the
+    /// traced processes map the runtime there is nothing to decide, and a
+    /// process that maps it after the decision gets its own count.
     fn settle_launch_level(&mut self) {
         let Some(probes) = self.probes.as_mut() else {
             return;
         };
         self.launch_level = match self.launch_level {
-            LaunchLevelState::Both => {
-                if !probes.has_runtime_launch_links() {
-                    LaunchLevelState::Kept
-                } else if self.launch_levels.read().runtime_level_redundant() {
+            LaunchLevelState::Both { base } => {
+                if probes.has_runtime_launch_entries()
+                    && self
+                        .launch_levels
+                        .read()
+                        .since(base)
+                        .runtime_level_redundant()
+                {
                     probes.detach_runtime_launch_entries();
                     LaunchLevelState::Draining {
                         since: Instant::now(),
                     }
                 } else {
-                    LaunchLevelState::Both
+                    LaunchLevelState::Both { base }
                 }
             }
             LaunchLevelState::Draining { since } => {
+                // Entries linked since the decision (a process that mapped
+                // the runtime meanwhile) go the same way.
+                probes.detach_runtime_launch_entries();
                 if !self.open_calls.any_open(&RUNTIME_LAUNCH_OPS) {
                     probes.detach_runtime_launch_returns();
                     let c = self.launch_levels.read();
@@ -220,6 +229,11 @@ impl Control {
                     LaunchLevelState::Kept
                 } else {
                     LaunchLevelState::Draining { since }
+                }
+            }
+            LaunchLevelState::DriverOnly if probes.has_runtime_launch_entries() => {
+                LaunchLevelState::Both {
+                    base: self.launch_levels.read(),
                 }
             }
             s => s,

@@ -45,6 +45,16 @@ impl LaunchCounts {
     pub fn runtime_level_redundant(&self) -> bool {
         self.runtime >= MIN_RUNTIME_LAUNCHES && self.nested_driver * 100 >= self.runtime * 99
     }
+
+    /// The launches counted after `base` was read: a decision about runtime
+    /// launch probes attached later (a process that loaded the runtime after
+    /// the first decision) rests on their own launches only.
+    pub fn since(&self, base: LaunchCounts) -> LaunchCounts {
+        LaunchCounts {
+            runtime: self.runtime.saturating_sub(base.runtime),
+            nested_driver: self.nested_driver.saturating_sub(base.nested_driver),
+        }
+    }
 }
 
 impl LaunchLevels {
@@ -65,16 +75,22 @@ impl LaunchLevels {
 /// Where the capture stands with the runtime launch probes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LaunchLevelState {
-    /// Both levels probed; counting.
-    Both,
+    /// Both levels probed (or no runtime launch probed yet); counting the
+    /// launches after `base`.
+    Both {
+        /// The counters when this round of counting began.
+        base: LaunchCounts,
+    },
     /// Entry side detached; waiting for calls in flight to return.
     Draining {
         /// When the entry side went.
         since: std::time::Instant,
     },
-    /// Only the driver level is probed.
+    /// Only the driver level is probed (until a process maps the runtime
+    /// and gets runtime launch probes of its own: then counting again).
     DriverOnly,
-    /// Both levels stay probed (not redundant, or no separate links).
+    /// Both levels stay probed (`--all-launch-levels`, or a runtime launch
+    /// still in flight when the drain limit passed).
     Kept,
 }
 
@@ -96,5 +112,15 @@ mod tests {
             !c(5_000, 0).runtime_level_redundant(),
             "a runtime that does not reach cuLaunchKernel"
         );
+        // Counting again after a first decision: only the new launches count.
+        assert!(!c(3_000, 2_000)
+            .since(c(2_000, 2_000))
+            .runtime_level_redundant());
+        assert!(c(3_500, 3_500)
+            .since(c(2_000, 2_000))
+            .runtime_level_redundant());
+        assert!(!c(2_500, 2_500)
+            .since(c(2_000, 2_000))
+            .runtime_level_redundant());
     }
 }

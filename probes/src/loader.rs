@@ -592,11 +592,10 @@ impl Probes {
         ))
     }
 
-    /// True when some runtime launch functions have links of their own.
-    pub fn has_runtime_launch_links(&self) -> bool {
-        self.runtime_launch
-            .iter()
-            .any(|l| l.iter().any(Option::is_some))
+    /// True when some runtime launch functions still have their entry
+    /// probe linked (links attached since the last detach included).
+    pub fn has_runtime_launch_entries(&self) -> bool {
+        self.runtime_launch.iter().any(|l| l[1].is_some())
     }
 
     /// Detaches the entry side of the runtime launch probes: no new runtime
@@ -607,12 +606,17 @@ impl Probes {
         }
     }
 
-    /// Detaches the return side of the runtime launch probes (call once no
-    /// runtime launch is in flight).
+    /// Detaches the return side of the runtime launch probes whose entry
+    /// side is gone (call once no runtime launch is in flight); links
+    /// attached since keep both sides.
     pub fn detach_runtime_launch_returns(&mut self) {
         for l in &mut self.runtime_launch {
-            drop(l[0].take());
+            if l[1].is_none() {
+                drop(l[0].take());
+            }
         }
+        self.runtime_launch
+            .retain(|l| l.iter().any(Option::is_some));
     }
 
     /// Makes every program return at once; nothing more is recorded.

@@ -99,6 +99,83 @@ fn runtime_launches_that_reach_the_driver_are_probed_at_the_driver_only() {
     assert_eq!(open, 0, "no call left open");
 }
 
+/// The usual capture: `ingero trace -- CMD` with no library list, where the
+/// runtime is mapped after the capture has started (Python imports torch;
+/// a shell starts the job as its child). The runtime level must still go
+/// once its launches all reach the driver; a capture that decided before
+/// any runtime launch was probed kept both levels, and every launch was
+/// then timed at both. Here a shell starts the workload as its child 300 ms
+/// after the start, and again once the first has ended (long after the
+/// first decision); the capture finds the libraries in each one's memory
+/// map, and each process's runtime level must go on its own count.
+#[test]
+fn the_runtime_level_goes_in_children_that_map_the_runtime_after_the_start() {
+    if !common::can_trace() {
+        return;
+    }
+    let _one = CAPTURES.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = tmp.path().join("later.db");
+    let dir = common::standin();
+    let run = format!(
+        "INGERO_STANDIN_US=20 INGERO_STANDIN_NESTED=1 {} --seconds 2",
+        dir.join("workload").display()
+    );
+    let argv: Vec<String> = vec!["sh".into(), "-c".into(), format!("sleep 0.3; {run}; {run}")];
+    let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
+    assert!(
+        cfg.libraries.is_empty(),
+        "found in the children's memory maps"
+    );
+    cfg.duration = Some(std::time::Duration::from_secs(60));
+    cfg.ring_bytes = 64 << 20;
+    let summary = start(cfg).expect("start").wait().expect("capture");
+    assert_eq!(summary.command_exit, Some(0));
+    assert_eq!(summary.status.drops, 0);
+    let conn = Connection::open(&db).expect("open");
+    // Per process: (iterations, runtime launches, driver launches, nested ones).
+    let mut stmt = conn
+        .prepare(
+            "SELECT a.pid, \
+               SUM(CASE WHEN o.name = 'cudaStreamSynchronize' THEN a.count ELSE 0 END), \
+               SUM(CASE WHEN o.name = 'cudaLaunchKernel' THEN a.count ELSE 0 END), \
+               SUM(CASE WHEN o.name = 'cuLaunchKernel' THEN a.count ELSE 0 END), \
+               SUM(CASE WHEN o.name = 'cuLaunchKernel' THEN a.nested_count ELSE 0 END) \
+             FROM aggregates a JOIN cuda_ops o ON o.id = a.code \
+             WHERE a.source = 1 GROUP BY a.pid ORDER BY a.pid",
+        )
+        .expect("per process");
+    let rows: Vec<(i64, i64, i64, i64, i64)> = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(rows.len(), 2, "two workload processes: {rows:?}");
+    for (pid, iterations, runtime, driver, driver_nested) in rows {
+        assert!(
+            iterations > 2_500,
+            "pid {pid}: {iterations} iterations in 2 s"
+        );
+        assert!(
+            (1_000..iterations / 2).contains(&runtime),
+            "pid {pid}: runtime launches probed for a while, then no more: {runtime} of {iterations}"
+        );
+        // The two libraries' probes reach a running process a moment apart,
+        // so the first iterations may be seen at one library only: within 1%.
+        let close = |a: i64, b: i64| (a - b).abs() * 100 <= b;
+        assert!(
+            close(driver, 2 * iterations),
+            "pid {pid}: {driver} driver launches for {iterations} iterations"
+        );
+        assert!(
+            close(driver_nested, runtime),
+            "pid {pid}: {driver_nested} driver launches inside {runtime} runtime ones"
+        );
+    }
+}
+
 #[test]
 fn runtime_launches_that_do_not_reach_the_driver_stay_probed() {
     if !common::can_trace() {
