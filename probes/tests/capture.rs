@@ -37,7 +37,7 @@ fn captures_cuda_calls_and_host_events_of_a_launched_command() {
     ]
     .into();
     let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(std::time::Duration::from_secs(30));
     let handle = start(cfg).expect("start");
     let summary = handle.wait().expect("capture");
@@ -276,7 +276,7 @@ fn wait_timeout_returns_when_the_capture_ends() {
     ]
     .into();
     let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(std::time::Duration::from_secs(120));
     let handle = start(cfg).expect("start");
     assert!(

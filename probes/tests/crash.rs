@@ -26,7 +26,7 @@ fn child_capture() {
         "15000".into(),
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), PathBuf::from(db));
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     let handle = start(cfg).expect("start");
     println!("CAPTURING");
     let _ = handle.wait();

@@ -28,7 +28,7 @@ fn capture(
     argv.push(dir.join("workload").display().to_string());
     argv.extend(args.iter().map(|a| a.to_string()));
     let mut cfg = CaptureConfig::new(Target::Command(argv), db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(Duration::from_secs(60));
     tune(&mut cfg);
     start(cfg).expect("start").wait().expect("capture")
@@ -139,7 +139,7 @@ fn call_open_at_stop(multi_uprobes: bool) {
         pids.display().to_string(),
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.multi_uprobes = multi_uprobes;
     let handle = start(cfg).expect("start");
     // cuLaunchKernel is the call just before the 3 s synchronize: once it is

@@ -40,7 +40,7 @@ fn capture(db: &Path, multi_uprobes: bool, raw: RawPolicy) {
         N.to_string(),
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(std::time::Duration::from_secs(30));
     cfg.multi_uprobes = multi_uprobes;
     // Every raw row kept means every launch timed, with its own row too.

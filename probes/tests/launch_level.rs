@@ -32,7 +32,7 @@ fn capture_sampled(db: &Path, nested: bool, launch_sample: u32) {
         "4".into(),
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(std::time::Duration::from_secs(60));
     cfg.ring_bytes = 64 << 20;
     cfg.launch_sample = launch_sample;
@@ -297,7 +297,7 @@ fn capture_bench(db: &Path, launch_sample: u32) -> i64 {
     // `exec`: the traced process itself becomes the workload.
     let argv: Vec<String> = vec!["sh".into(), "-c".into(), script];
     let mut cfg = CaptureConfig::new(Target::Command(argv), db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(std::time::Duration::from_secs(60));
     cfg.ring_bytes = 64 << 20;
     assert_eq!(cfg.launch_rows, 32, "launch rows are the default");

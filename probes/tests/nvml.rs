@@ -267,7 +267,7 @@ fn a_capture_whose_nvml_fails_to_initialise_succeeds_with_one_warning() {
         "20".into(),
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(Duration::from_secs(30));
     let summary = start(cfg).expect("start").wait().expect("capture");
     assert_eq!(summary.command_exit, Some(0));

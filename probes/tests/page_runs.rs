@@ -43,7 +43,7 @@ fn a_page_storm_is_counted_whole_and_crowds_out_no_cuda_call() {
     ]
     .into();
     let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(std::time::Duration::from_secs(30));
     // 64 KiB holds about 1,600 host records: one record per page would
     // overflow it many times over.

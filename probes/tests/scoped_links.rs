@@ -98,7 +98,7 @@ fn an_untraced_process_of_the_same_library_keeps_its_original_code() {
         traced_addr.display().to_string(),
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), tmp.path().join("scoped.db"));
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(Duration::from_secs(60));
     let capture = start(cfg).expect("start");
     let (t_addr, n_addr) = (address(&traced_addr), address(&neighbour_addr));

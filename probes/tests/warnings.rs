@@ -55,7 +55,7 @@ fn a_library_found_in_a_launched_command_that_cannot_be_probed_is_a_warning() {
         "300".into(),
     ];
     let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
-    cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
+    cfg.libraries = common::standin_libraries();
     cfg.duration = Some(Duration::from_secs(30));
     let summary = start(cfg).expect("start").wait().expect("capture");
     assert_eq!(summary.command_exit, Some(0));

@@ -26,6 +26,13 @@ pub fn standin() -> &'static Path {
     })
 }
 
+/// The stand-in runtime and driver libraries, the list most captures in
+/// these tests probe (`CaptureConfig::libraries`).
+pub fn standin_libraries() -> Vec<PathBuf> {
+    let dir = standin();
+    vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")]
+}
+
 /// Environment switch: `INGERO_EBPF_TESTS=require` (as in CI) makes the eBPF
 /// tests fail where they cannot run instead of skipping.
 pub const EBPF_TESTS: &str = "INGERO_EBPF_TESTS";
