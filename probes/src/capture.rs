@@ -116,6 +116,11 @@ pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
         warnings_omitted,
         gpu: shared.gpu.lock().map(|g| g.clone()).unwrap_or_default(),
         stacks: shared.stacks.lock().map(|s| s.clone()).unwrap_or_default(),
+        launch_levels: shared
+            .launch_levels
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -379,6 +384,10 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         gpu: gpu_status.clone(),
         traced: traced.clone(),
         stacks: stack_status.clone(),
+        launch_levels: Mutex::new(crate::launch_level::LaunchLevelStatus {
+            both_kept: !config.one_launch_level,
+            ..Default::default()
+        }),
     });
     let (wtx, wrx) = sync_channel(WRITER_QUEUE);
     let (ntx, nrx) = sync_channel(NOTICE_QUEUE);

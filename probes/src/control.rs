@@ -55,6 +55,8 @@ pub struct Shared {
     pub traced: Arc<TracedPids>,
     /// The stack samplers' counters.
     pub stacks: Arc<Mutex<crate::stacks::StackStatus>>,
+    /// Which launch levels are probed.
+    pub launch_levels: Mutex<crate::launch_level::LaunchLevelStatus>,
 }
 
 /// Everything the control thread owns.
@@ -223,9 +225,12 @@ impl Control {
                         nested_driver_launches = c.nested_driver,
                         "every runtime launch reached cuLaunchKernel: launches are probed at the driver only from now on"
                     );
+                    self.note_runtime_level_gone();
                     LaunchLevelState::DriverOnly
                 } else if since.elapsed() >= DRAIN_LIMIT {
-                    // A launch blocked this long: leave its return probe in place.
+                    // A launch blocked this long: leave its return probe in
+                    // place (no runtime launch is recorded any more).
+                    self.note_runtime_level_gone();
                     LaunchLevelState::Kept
                 } else {
                     LaunchLevelState::Draining { since }
@@ -238,6 +243,17 @@ impl Control {
             }
             s => s,
         };
+    }
+
+    /// Records in the status that the runtime launch probes' entries went:
+    /// the runtime launch functions' counts stop here.
+    fn note_runtime_level_gone(&self) {
+        let probed = self.launch_levels.read().runtime;
+        if let Ok(mut l) = self.shared.launch_levels.lock() {
+            l.runtime_detached += 1;
+            l.runtime_launches_probed = probed;
+            l.last_detached_ms = Some(self.shared.started.elapsed().as_millis() as u64);
+        }
     }
 
     fn send(&self, msg: WriterMsg) {

@@ -13,6 +13,7 @@
 //! before the entry side went still returns through it).
 
 use aya::maps::{MapData, PerCpuArray};
+use serde::Serialize;
 
 /// Catalogue ids of the runtime launch functions (store/src/catalog.rs).
 pub const RUNTIME_LAUNCH_OPS: [u32; 6] = [3, 15, 16, 17, 18, 19];
@@ -92,6 +93,23 @@ pub enum LaunchLevelState {
     /// Both levels stay probed (`--all-launch-levels`, or a runtime launch
     /// still in flight when the drain limit passed).
     Kept,
+}
+
+/// What the capture probes of the two launch levels, for its status and
+/// summary: the runtime launch functions' counts in a capture whose runtime
+/// level went cover only the launches before it went (later ones are
+/// counted under the driver's functions).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct LaunchLevelStatus {
+    /// Times the runtime launch probes went: once per decision (a process
+    /// that maps the runtime after an earlier one brings a new decision).
+    pub runtime_detached: u64,
+    /// Runtime launches probed up to the last time they went.
+    pub runtime_launches_probed: u64,
+    /// When the runtime launch probes last went, ms since the start.
+    pub last_detached_ms: Option<u64>,
+    /// Both levels stay probed for good (`--all-launch-levels`).
+    pub both_kept: bool,
 }
 
 #[cfg(test)]

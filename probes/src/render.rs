@@ -123,6 +123,9 @@ pub fn summary(s: &CaptureSummary) -> String {
     if let Some(line) = stacks_line(&s.status) {
         let _ = writeln!(out, "{line}");
     }
+    if let Some(line) = launch_levels_line(&s.status) {
+        let _ = writeln!(out, "{line}");
+    }
     for line in warning_lines(&s.status) {
         let _ = writeln!(out, "warning: {line}");
     }
@@ -180,6 +183,30 @@ pub fn stacks_line(s: &CaptureStatus) -> Option<String> {
         );
     }
     Some(line)
+}
+
+/// Which launch levels were probed, once the runtime level has gone (or
+/// stayed for good): how to read the runtime launch functions' counts.
+pub fn launch_levels_line(s: &CaptureStatus) -> Option<String> {
+    let l = &s.launch_levels;
+    if l.runtime_detached > 0 {
+        let when = l
+            .last_detached_ms
+            .map(|ms| format!(" (last at {:.2} s)", ms as f64 / 1000.0))
+            .unwrap_or_default();
+        return Some(format!(
+            "launch levels: cudaLaunchKernel and the other runtime launch functions were probed \
+             for {} launches, each of which reached the driver's launch; then only the driver's \
+             launch functions were probed{when}, so later runtime launches are counted under \
+             cuLaunchKernel and its variants; --all-launch-levels keeps both",
+            count(l.runtime_launches_probed)
+        ));
+    }
+    l.both_kept.then(|| {
+        "launch levels: both probed throughout (a runtime launch made through the driver is \
+         counted at both levels, the driver's one as nested)"
+            .to_string()
+    })
 }
 
 /// Every warning of a capture, one sentence each: what it could not do as
@@ -306,7 +333,23 @@ mod tests {
             warnings_omitted: 0,
             gpu: Default::default(),
             stacks: Default::default(),
+            launch_levels: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_launch_levels_line_says_how_to_read_the_runtime_counts() {
+        let mut s = status();
+        assert_eq!(launch_levels_line(&s), None, "nothing decided yet");
+        s.launch_levels.both_kept = true;
+        let kept = launch_levels_line(&s).expect("kept");
+        assert!(kept.contains("both probed throughout"), "{kept}");
+        s.launch_levels.runtime_detached = 1;
+        s.launch_levels.runtime_launches_probed = 5_985;
+        s.launch_levels.last_detached_ms = Some(412);
+        let gone = launch_levels_line(&s).expect("gone");
+        assert!(gone.contains("for 5,985 launches"), "{gone}");
+        assert!(gone.contains("(last at 0.41 s)"), "{gone}");
     }
 
     #[test]

@@ -106,6 +106,8 @@ pub struct CaptureStatus {
     pub gpu: GpuSamplerStatus,
     /// The stack samplers: rate, samples resolved and their cost.
     pub stacks: crate::stacks::StackStatus,
+    /// Which launch levels are probed (see [`crate::launch_level`]).
+    pub launch_levels: crate::launch_level::LaunchLevelStatus,
 }
 
 /// One thing the capture could not do as asked.

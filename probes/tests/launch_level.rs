@@ -153,6 +153,17 @@ fn the_runtime_level_goes_in_children_that_map_the_runtime_after_the_start() {
         .collect::<Result<_, _>>()
         .expect("rows");
     assert_eq!(rows.len(), 2, "two workload processes: {rows:?}");
+    // The status says so, with the runtime launches probed as the database
+    // holds them.
+    let levels = &summary.status.launch_levels;
+    assert_eq!(
+        levels.runtime_detached, 2,
+        "one decision per process: {levels:?}"
+    );
+    let probed: i64 = rows.iter().map(|r| r.2).sum();
+    assert_eq!(levels.runtime_launches_probed as i64, probed, "{levels:?}");
+    let line = ingero_probes::render::launch_levels_line(&summary.status).expect("a line");
+    assert!(line.contains("cuLaunchKernel"), "{line}");
     for (pid, iterations, runtime, driver, driver_nested) in rows {
         assert!(
             iterations > 2_500,

@@ -39,6 +39,9 @@ pub struct CaptureStatus {
     pub database_bytes: u64,
     /// CUDA library files probed.
     pub libraries: Vec<String>,
+    /// Which launch levels are probed, once the runtime level has gone (how
+    /// to read cudaLaunchKernel's count) or stays for good.
+    pub launch_levels: Option<String>,
     /// Why the capture ended, once it has: requested (stop_trace), duration
     /// (the duration asked for), target_exited, max_duration or max_bytes
     /// (an operator limit, see limit_reached).
@@ -91,6 +94,7 @@ pub fn from_engine(
         elapsed_s: s.elapsed_ms as f64 / 1000.0,
         database_bytes: database_bytes(output),
         libraries: s.libraries.clone(),
+        launch_levels: ingero_probes::render::launch_levels_line(s),
         stop_reason: None,
         limit_reached: None,
         error: s.error.clone(),
@@ -115,6 +119,7 @@ pub fn failed(output: &Path, error: String, limits: LimitsView) -> CaptureStatus
         elapsed_s: 0.0,
         database_bytes: database_bytes(output),
         libraries: Vec::new(),
+        launch_levels: None,
         stop_reason: None,
         limit_reached: None,
         error: Some(error),
