@@ -196,8 +196,8 @@ pub fn launch_levels_line(s: &CaptureStatus) -> Option<String> {
             .unwrap_or_default();
         return Some(format!(
             "launch levels: cudaLaunchKernel and the other runtime launch functions were probed \
-             for {} launches, each of which reached the driver's launch; then only the driver's \
-             launch functions were probed{when}, so later runtime launches are counted under \
+             for {} launches, which reached the driver's launch (99% or more, as the kernel \
+             counted); then only the driver's launch functions were probed{when}, so later runtime launches are counted under \
              cuLaunchKernel and its variants; --all-launch-levels keeps both",
             count(l.runtime_launches_probed)
         ));
