@@ -50,11 +50,7 @@ fn spawn_bench_as(dir: &Path, n: u64, nested: bool) -> std::process::Child {
 /// the same loop without probes and the driver-level floors. Returns the
 /// rows printed, for the ratios.
 fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
-    let median_of = |mut v: Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    };
-    let base = median_of(
+    let base = median(
         (0..rounds)
             .map(|_| finish(spawn_bench_as(dir, n, true)))
             .collect(),
@@ -80,7 +76,7 @@ fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
                 ns
             })
             .collect();
-        let m = median_of(v);
+        let m = median(v);
         println!(
             "  {label:<38} {m:>9.1}  (+{:.1}, rate ratio {:.3})",
             m - base,
@@ -117,7 +113,7 @@ fn launch_settings(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
             let _ = std::fs::remove_file(&db);
             wait_detached();
         }
-        let m = median_of(v);
+        let m = median(v);
         println!(
             "  {label:<38} {m:>9.1}  (+{:.1}, rate ratio {:.3}; {records} raw rows for {n} launches)",
             m - base,
@@ -162,8 +158,7 @@ fn launch_after_a_late_load(dir: &Path, tmp: &Path, n: u64, rounds: usize, base:
         let _ = std::fs::remove_file(&out);
         wait_detached();
     }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let m = v[v.len() / 2];
+    let m = median(v);
     println!(
         "  {:<38} {m:>9.1}  (+{:.1}, rate ratio {:.3})",
         "capture, default, CUDA loaded late",

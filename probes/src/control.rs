@@ -225,12 +225,12 @@ impl Control {
                         nested_driver_launches = c.nested_driver,
                         "every runtime launch reached cuLaunchKernel: launches are probed at the driver only from now on"
                     );
-                    self.note_runtime_level_gone();
+                    self.note_runtime_level_gone(c.runtime);
                     LaunchLevelState::DriverOnly
                 } else if since.elapsed() >= DRAIN_LIMIT {
                     // A launch blocked this long: leave its return probe in
                     // place (no runtime launch is recorded any more).
-                    self.note_runtime_level_gone();
+                    self.note_runtime_level_gone(self.launch_levels.read().runtime);
                     LaunchLevelState::Kept
                 } else {
                     LaunchLevelState::Draining { since }
@@ -245,10 +245,10 @@ impl Control {
         };
     }
 
-    /// Records in the status that the runtime launch probes' entries went:
-    /// the runtime launch functions' counts stop here.
-    fn note_runtime_level_gone(&self) {
-        let probed = self.launch_levels.read().runtime;
+    /// Records in the status that the runtime launch probes' entries went
+    /// after `probed` runtime launches: the runtime launch functions'
+    /// counts stop here.
+    fn note_runtime_level_gone(&self, probed: u64) {
         if let Ok(mut l) = self.shared.launch_levels.lock() {
             l.runtime_detached += 1;
             l.runtime_launches_probed = probed;
