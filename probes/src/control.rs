@@ -208,12 +208,13 @@ impl Control {
                     probes.detach_runtime_launch_entries();
                     LaunchLevelState::Draining {
                         since: Instant::now(),
+                        since_ns: self.clock.now_epoch(),
                     }
                 } else {
                     LaunchLevelState::Both { base }
                 }
             }
-            LaunchLevelState::Draining { since } => {
+            LaunchLevelState::Draining { since, since_ns } => {
                 // Entries linked since the decision (a process that mapped
                 // the runtime meanwhile) go the same way.
                 probes.detach_runtime_launch_entries();
@@ -225,34 +226,43 @@ impl Control {
                         nested_driver_launches = c.nested_driver,
                         "every runtime launch reached cuLaunchKernel: launches are probed at the driver only from now on"
                     );
-                    self.note_runtime_level_gone(c.runtime);
+                    self.note_runtime_level_gone(since_ns, c.runtime);
                     LaunchLevelState::DriverOnly
                 } else if since.elapsed() >= DRAIN_LIMIT {
                     // A launch blocked this long: leave its return probe in
                     // place (no runtime launch is recorded any more).
-                    self.note_runtime_level_gone(self.launch_levels.read().runtime);
+                    self.note_runtime_level_gone(since_ns, self.launch_levels.read().runtime);
                     LaunchLevelState::Kept
                 } else {
-                    LaunchLevelState::Draining { since }
+                    LaunchLevelState::Draining { since, since_ns }
                 }
             }
             LaunchLevelState::DriverOnly if probes.has_runtime_launch_entries() => {
-                LaunchLevelState::Both {
-                    base: self.launch_levels.read(),
-                }
+                let base = self.launch_levels.read();
+                self.send(WriterMsg::LaunchLevel {
+                    ts_ns: self.clock.now_epoch(),
+                    runtime_probed: true,
+                    runtime_launches: base.runtime as i64,
+                });
+                LaunchLevelState::Both { base }
             }
             s => s,
         };
     }
 
-    /// Records in the status that the runtime launch probes' entries went
-    /// after `probed` runtime launches: the runtime launch functions'
-    /// counts stop here.
-    fn note_runtime_level_gone(&self, probed: u64) {
+    /// Records in the status and the database that the runtime launch
+    /// probes' entries went at `at_ns` (epoch) after `probed` runtime
+    /// launches: the runtime launch functions' counts stop there.
+    fn note_runtime_level_gone(&self, at_ns: i64, probed: u64) {
+        self.send(WriterMsg::LaunchLevel {
+            ts_ns: at_ns,
+            runtime_probed: false,
+            runtime_launches: probed as i64,
+        });
         if let Ok(mut l) = self.shared.launch_levels.lock() {
             l.runtime_detached += 1;
             l.runtime_launches_probed = probed;
-            l.last_detached_ms = Some(self.shared.started.elapsed().as_millis() as u64);
+            l.last_detached_ms = Some((at_ns - self.started_ns).max(0) as u64 / 1_000_000);
         }
     }
 

@@ -86,6 +86,8 @@ pub enum LaunchLevelState {
     Draining {
         /// When the entry side went.
         since: std::time::Instant,
+        /// The same instant, epoch ns (recorded in the database).
+        since_ns: i64,
     },
     /// Only the driver level is probed (until a process maps the runtime
     /// and gets runtime launch probes of its own: then counting again).

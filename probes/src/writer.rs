@@ -50,6 +50,15 @@ pub enum WriterMsg {
         /// What the sampler said.
         note: String,
     },
+    /// The runtime launch probes went (`runtime_probed` false) or came back.
+    LaunchLevel {
+        /// When, epoch ns.
+        ts_ns: i64,
+        /// Whether the runtime launch functions are probed from `ts_ns` on.
+        runtime_probed: bool,
+        /// Runtime launches probed by then.
+        runtime_launches: i64,
+    },
     /// Close the session at this epoch ns and stop.
     Finish(i64),
 }
@@ -108,6 +117,11 @@ pub fn spawn(
                         source,
                         lost,
                     } => writer.record_loss(ts_ns, source, lost),
+                    WriterMsg::LaunchLevel {
+                        ts_ns,
+                        runtime_probed,
+                        runtime_launches,
+                    } => writer.write_launch_level_change(ts_ns, runtime_probed, runtime_launches),
                     WriterMsg::Finish(ts) => {
                         finished_at = Some(ts);
                         break;

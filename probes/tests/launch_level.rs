@@ -53,6 +53,18 @@ fn agg(conn: &Connection, name: &str) -> (i64, i64) {
     .expect("aggregates")
 }
 
+/// The recorded launch-level changes: (ts_ns, runtime_probed, runtime_launches).
+fn level_changes(conn: &Connection) -> Vec<(i64, i64, i64)> {
+    conn.prepare(
+        "SELECT ts_ns, runtime_probed, runtime_launches FROM launch_level_changes ORDER BY ts_ns",
+    )
+    .expect("launch_level_changes")
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    .expect("query")
+    .collect::<Result<_, _>>()
+    .expect("rows")
+}
+
 #[test]
 fn runtime_launches_that_reach_the_driver_are_probed_at_the_driver_only() {
     if !common::can_trace() {
@@ -83,6 +95,31 @@ fn runtime_launches_that_reach_the_driver_are_probed_at_the_driver_only() {
     );
     // Outer launches: one runtime-made and one direct per iteration.
     assert_eq!(runtime + driver - driver_nested, 2 * iterations);
+    // The file says when the runtime level went and after how many of its
+    // launches: every runtime launch recorded entered before then.
+    let changes = level_changes(&conn);
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let (went_ns, probed, launches) = changes[0];
+    assert_eq!((probed, launches), (0, runtime), "{changes:?}");
+    let (started, stopped): (i64, i64) = conn
+        .query_row("SELECT started_ns, stopped_ns FROM sessions", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .expect("session");
+    assert!(started < went_ns && went_ns < stopped, "{changes:?}");
+    let (rows_before, rows_after): (i64, i64) = conn
+        .query_row(
+            "SELECT COALESCE(SUM(c.ts_ns < ?1), 0), COALESCE(SUM(c.ts_ns >= ?1), 0) \
+             FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id WHERE o.name = 'cudaLaunchKernel'",
+            [went_ns],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("runtime rows");
+    assert!(rows_before > 0, "some runtime launch rows kept");
+    assert_eq!(
+        rows_after, 0,
+        "no runtime launch entered after the level went"
+    );
     // No call left looking nested by a runtime launch that never returned.
     let (_, copies_nested) = agg(&conn, "cudaMemcpyAsync");
     assert_eq!(
@@ -164,6 +201,18 @@ fn the_runtime_level_goes_in_children_that_map_the_runtime_after_the_start() {
     assert_eq!(levels.runtime_launches_probed as i64, probed, "{levels:?}");
     let line = ingero_probes::render::launch_levels_line(&summary.status).expect("a line");
     assert!(line.contains("cuLaunchKernel"), "{line}");
+    // The file holds the same story: gone after the first process's own
+    // launches, back when the second mapped the runtime, gone again after
+    // every runtime launch the database counts.
+    let changes = level_changes(&conn);
+    let kinds: Vec<i64> = changes.iter().map(|c| c.1).collect();
+    assert_eq!(kinds, [0, 1, 0], "{changes:?}");
+    assert!(
+        rows.iter().any(|r| r.2 == changes[0].2),
+        "the first change counts one process's runtime launches: {changes:?} {rows:?}"
+    );
+    assert!(changes[1].2 >= changes[0].2, "{changes:?}");
+    assert_eq!(changes[2].2, probed, "{changes:?}");
     for (pid, iterations, runtime, driver, driver_nested) in rows {
         assert!(
             iterations > 2_500,
@@ -203,6 +252,10 @@ fn runtime_launches_that_do_not_reach_the_driver_stay_probed() {
     assert!(iterations > 5_000, "{iterations} iterations in 4 s");
     assert_eq!(runtime, iterations, "every runtime launch recorded");
     assert_eq!((driver, driver_nested), (iterations, 0));
+    assert!(
+        level_changes(&conn).is_empty(),
+        "both levels the whole capture"
+    );
 }
 
 /// Sampled launch timing (uprobe sessions): every launch is still counted

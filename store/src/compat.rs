@@ -4,7 +4,9 @@
 //! value an older file means). The file itself is never touched, and every
 //! analysis can select the same columns whatever wrote the file.
 
-use crate::schema::{ADDED_COLUMNS, GPU_TABLES_SQL, NCCL_TABLES_SQL, STACK_TABLES_SQL};
+use crate::schema::{
+    ADDED_COLUMNS, GPU_TABLES_SQL, LAUNCH_LEVEL_TABLE_SQL, NCCL_TABLES_SQL, STACK_TABLES_SQL,
+};
 use rusqlite::Connection;
 
 /// Creates the version-2 tables (empty) in the TEMP schema.
@@ -27,6 +29,11 @@ pub(crate) fn add_empty_nccl_tables(conn: &Connection) -> rusqlite::Result<()> {
         .replace("CREATE TABLE ", "CREATE TEMP TABLE ")
         .replace("CREATE INDEX ", "CREATE INDEX temp.");
     conn.execute_batch(&sql)
+}
+
+/// Creates the version-9 launch-level table (empty) in the TEMP schema.
+pub(crate) fn add_empty_launch_level_table(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&LAUNCH_LEVEL_TABLE_SQL.replace("CREATE TABLE ", "CREATE TEMP TABLE "))
 }
 
 /// The extra columns `table` gains after version 1, as `, value AS column`
@@ -72,6 +79,9 @@ pub(crate) fn add_columns_to_table(
 
 /// Presents a native file of schema `version` as the current schema.
 pub(crate) fn present_native(conn: &Connection, version: i64) -> rusqlite::Result<()> {
+    if version < 9 {
+        add_empty_launch_level_table(conn)?;
+    }
     if version < 7 {
         add_empty_nccl_tables(conn)?;
     }

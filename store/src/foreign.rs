@@ -122,6 +122,7 @@ pub(crate) fn attach_ingero_go(path: &Path, at_rest_wal: bool) -> Result<Mapped>
     crate::compat::add_columns_to_table(&conn, "temp", "gpu_process_samples", 1)
         .map_err(sql_err)?;
     crate::compat::add_empty_nccl_tables(&conn).map_err(sql_err)?;
+    crate::compat::add_empty_launch_level_table(&conn).map_err(sql_err)?;
     crate::compat::add_columns_to_table(&conn, "main", "processes", 1).map_err(sql_err)?;
     conn.execute_batch(&format!(
         "

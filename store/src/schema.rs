@@ -440,7 +440,28 @@ ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT
     PAGE_RUNS_SQL,
     concat!(nccl_tables_v7!(), rank_columns_v7!()),
     BOUNDED_LAUNCHES_SQL,
+    LAUNCH_LEVEL_TABLE_SQL,
 ];
+
+/// Table added in schema version 9: when a capture stopped (and started
+/// again) probing the runtime's launch functions, which changes what their
+/// counts cover. An older file reads it empty.
+pub const LAUNCH_LEVEL_TABLE_SQL: &str = r#"
+-- Version 9: changes of the probed launch level. A launch through the CUDA runtime (cudaLaunchKernel
+-- and its variants) makes the driver's (cuLaunchKernel and its variants). Once every runtime launch
+-- seen had reached a driver launch, the capture detached the runtime launch probes (runtime_probed
+-- = 0 at ts_ns): later runtime launches are counted only under the driver's launch functions, as
+-- outer calls. runtime_probed = 1: runtime launch probes attached again at ts_ns (a process mapped
+-- the runtime after they went); they go again at a later 0 row. runtime_launches = runtime launches
+-- the capture had probed by ts_ns, every process together. No row: both levels were probed the
+-- whole capture (or the file was written before version 9).
+CREATE TABLE launch_level_changes (
+    session_id       INTEGER NOT NULL,
+    ts_ns            INTEGER NOT NULL,
+    runtime_probed   INTEGER NOT NULL,
+    runtime_launches INTEGER NOT NULL DEFAULT 0
+);
+"#;
 
 /// Columns added in schema version 8: what is known of the launches whose
 /// duration was estimated.

@@ -980,3 +980,37 @@ fn the_launch_row_threshold_of_an_input_carries_over() {
         0
     );
 }
+
+/// The launch-level changes of a version-9 input carry over: their session
+/// mapped, their instant shifted by the input's clock offset.
+#[test]
+fn launch_level_changes_carry_over_with_the_clock_offset() {
+    const X: i64 = 987_654_321;
+    let dir = tempfile::tempdir().expect("tmp");
+    let changed = altered_copy(dir.path(), NCCL, "nccl-v9.db", "");
+    let mut conn = Connection::open(&changed).expect("open");
+    ingero_store::schema::migrate(&mut conn).expect("migrate the copy");
+    conn.execute_batch(
+        "INSERT INTO launch_level_changes(session_id, ts_ns, runtime_probed, runtime_launches)
+           SELECT id, started_ns + 5000000000, 0, 1234 FROM sessions;",
+    )
+    .expect("a change");
+    let theirs = one(&conn, "SELECT ts_ns FROM launch_level_changes");
+    drop(conn);
+    let mut skewed = MergeInput::new(&changed, "b");
+    skewed.clock_offset_ns = X;
+    let mut reference = input(STORM, "a");
+    reference.reference = true;
+    let out = dir.path().join("merged.db");
+    merge_into(&out, &[reference, skewed]).expect("merge");
+    let merged = output_conn(&out);
+    assert_eq!(rows_in(&merged, "launch_level_changes"), 1);
+    let row: (i64, i64, i64, i64) = merged
+        .query_row(
+            "SELECT session_id, ts_ns, runtime_probed, runtime_launches FROM launch_level_changes",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .expect("row");
+    assert_eq!(row, (2, theirs - X, 0, 1234));
+}

@@ -90,6 +90,7 @@ fn older_files_read_with_the_same_columns_and_empty_gpu_tables() {
             "nccl_calls",
             "nccl_comms",
             "merge_sources",
+            "launch_level_changes",
         ] {
             let mut want = columns(&now, table);
             let mut got = columns(&db, table);
@@ -147,6 +148,7 @@ fn a_second_reader_presents_the_same_tables_or_is_refused() {
             "stack_samples",
             "nccl_calls",
             "gpu_util_samples",
+            "launch_level_changes",
         ] {
             assert_eq!(shape(db.conn(), table), shape(&second, table), "{table}");
         }

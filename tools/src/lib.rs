@@ -17,6 +17,7 @@ pub mod explain;
 pub mod format;
 pub mod gpu_activity;
 pub mod idle;
+pub mod launch_levels;
 pub mod library;
 pub mod percentile;
 pub mod processes;

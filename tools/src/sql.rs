@@ -35,6 +35,15 @@ pub const READABLE_TABLES: &[&str] = &[
     "gpu_util_samples",
     "gpu_process_samples",
     "gpu_status",
+    "cuda_activity",
+    "stacks",
+    "stack_samples",
+    "stack_counts",
+    "stack_sources",
+    "nccl_calls",
+    "nccl_comms",
+    "merge_sources",
+    "launch_level_changes",
     // Schema discovery: lets a client learn column names with plain SELECTs.
     "sqlite_master",
     "sqlite_schema",
@@ -579,6 +588,25 @@ mod tests {
         assert_eq!(r.truncated, Some(Truncation::Bytes));
         let r = run(&db, "SELECT name FROM sqlite_master WHERE type = 'table'").expect("schema");
         assert!(r.row_count > 3);
+    }
+
+    /// Every table a trace file holds can be queried: one added to the
+    /// schema must be listed here too (schema discovery shows it).
+    #[test]
+    fn every_trace_table_is_readable() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let db = sample_db(dir.path());
+        let tables = run(
+            &db,
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+        )
+        .expect("schema");
+        assert!(tables.row_count > 20, "{}", tables.row_count);
+        for row in &tables.rows {
+            let name = row[0].as_str().expect("a name");
+            let r = run(&db, &format!("SELECT * FROM {name} LIMIT 1"));
+            assert!(r.is_ok(), "{name}: {r:?}");
+        }
     }
 
     #[test]

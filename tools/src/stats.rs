@@ -208,6 +208,7 @@ pub fn op_stats_of(ds: &Dataset) -> OpStatsReport {
             );
         }
     }
+    notes.extend(crate::launch_levels::note(ds));
     let host = HostKind::ALL
         .iter()
         .filter_map(|k| {
@@ -455,6 +456,11 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
         ));
     }
     let info = ds.ops.get(&op_id);
+    if info.is_some_and(|o| o.api == CudaApi::Runtime && o.class == OpClass::Launch) {
+        if let Some(more) = crate::launch_levels::runtime_basis(ds) {
+            basis.push_str(&more);
+        }
+    }
     OpStats {
         op: ds.op_name(op_id).to_string(),
         api: info.map_or(CudaApi::Runtime, |o| o.api),

@@ -393,6 +393,10 @@ pub struct Dataset {
     pub activity_origin: ActivityOrigin,
     /// NVML samples of the window.
     pub gpu: GpuActivity,
+    /// When the capture stopped (and started again) probing the runtime's
+    /// launch functions, every session, by session and time
+    /// ([`crate::launch_levels`] reads them).
+    pub launch_level_changes: Vec<ingero_store::LaunchLevelChange>,
 }
 
 impl Dataset {
@@ -520,6 +524,8 @@ impl Dataset {
             )
         };
         let gpu = GpuActivity::load(conn, window.lo_ns, window.hi_ns).map_err(q)?;
+        let launch_level_changes =
+            ingero_store::launch_levels::read_launch_level_changes(conn).map_err(q)?;
 
         Ok(Dataset {
             activity,
@@ -546,6 +552,7 @@ impl Dataset {
             unfinished_calls,
             open_sessions,
             edge_sampled,
+            launch_level_changes,
             launch_row_keep_ns: match db.format() {
                 DbFormat::Native { .. } => {
                     db.meta_i64(ingero_store::schema::META_LAUNCH_ROW_KEEP_NS)
