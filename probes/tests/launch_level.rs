@@ -504,12 +504,21 @@ fn sampled_launches_are_bounded_and_no_slow_one_is_hidden() {
         slow_rows + unbounded >= slow,
         "{slow_rows} slow rows and {unbounded} unbounded for {slow} slow launches"
     );
-    // And unbounded launches are few: the slow ones, the last of a run read
-    // at the stop, and those whose thread was preempted before its next
-    // call (a loaded test machine): never a share of the 150,000.
+    // And unbounded launches are few: the slow ones, and fast ones whose
+    // thread lost 40 us or more before its next call. The file counts the
+    // context switches of the thread (a loaded test machine); what it cannot
+    // see gets 1%: the last launch of a run read at the stop, interrupts, and
+    // on a virtual machine the host descheduling the virtual CPU itself
+    // (0.2-0.6% of the launches on the 2-CPU build machine, with 16-60
+    // switches). Never a share of the 150,000.
+    let switches = q(
+        "SELECT COALESCE(SUM(count), 0) FROM aggregates WHERE source = 2 AND code = 1 \
+         AND pid IN (SELECT a.pid FROM aggregates a JOIN cuda_ops o ON o.id = a.code \
+                     WHERE a.source = 1 AND o.name = 'cuLaunchKernel')",
+    );
     assert!(
-        unbounded <= slow + LAUNCHES / 250,
-        "{unbounded} unbounded for {slow} slow launches"
+        unbounded <= slow + switches + LAUNCHES / 100,
+        "{unbounded} unbounded for {slow} slow launches and {switches} context switches"
     );
     // Timed durations plus the bounds are real time inside the bench.
     let measured = q(&format!(
