@@ -243,7 +243,7 @@ pub enum SqlError {
     #[error("query is {0} bytes long; the limit is {1}")]
     TooLong(usize, usize),
     /// The statement does something other than read the trace tables.
-    #[error("not allowed: {0} (queries are read-only: one SELECT over sessions, processes, cuda_ops, cuda_calls, host_events, system_snapshots, aggregates, capture_losses)")]
+    #[error("not allowed: {0} (queries are read-only: one SELECT over the trace tables that sqlite_master lists)")]
     Denied(String),
     /// The deadline passed.
     #[error("query ran longer than {0:?} and was stopped; narrow it (WHERE ts_ns > ..., LIMIT)")]

@@ -31,7 +31,8 @@ Start with get_causal_chains: its gpu_idle part says how idle the GPU was per pr
 cause -> GPU effect, with evidence and a fix). Then get_trace_stats (which CUDA ops take the time, \
 p50/p99), get_per_process_breakdown (who waits, who works) and get_timeline (when). \
 Confirm details with get_events or run_sql (read-only SELECT on sessions, processes, cuda_ops, \
-cuda_calls, host_events, system_snapshots, aggregates, capture_losses; times are epoch ns). \
+cuda_calls, host_events, system_snapshots, aggregates, capture_losses and the other trace tables \
+sqlite_master lists; times are epoch ns). \
 Epoch-ns instants are decimal strings in every result (exact; a JSON double would drop digits), \
 with integer offsets from the capture start beside them (offset_ns, start_offset_ns). \
 Windows: `since`/`until` are durations before the capture end (\"30s\", \"5m\"). \
