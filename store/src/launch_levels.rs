@@ -9,16 +9,13 @@
 
 use crate::{Result, TraceWriter};
 use rusqlite::{params, Connection};
-use serde::Serialize;
 
 /// One change of the probed launch level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchLevelChange {
     /// Session the change belongs to.
     pub session_id: i64,
     /// When the runtime launch probes went (or came back), epoch ns.
-    #[serde(with = "crate::epoch_ns")]
-    #[schemars(with = "crate::epoch_ns::EpochNsText")]
     pub ts_ns: i64,
     /// False: the runtime launch probes went; true: they were attached
     /// again (a process mapped the runtime after they went).
