@@ -23,6 +23,7 @@ pub mod nesting;
 pub mod open;
 pub mod schema;
 pub mod stacks;
+pub mod thread_samples;
 pub mod window;
 pub mod writer;
 mod writer_gpu;

@@ -10,6 +10,7 @@
 
 pub mod activity;
 pub mod chains;
+pub mod code;
 pub mod dataset;
 pub mod error;
 pub mod events;

@@ -402,7 +402,20 @@ pub fn role_of(ds: &Dataset, pid: i32, mains: &[i32], cuda_pids: &[i32]) -> (Rol
             .values()
             .any(|p| p.ppid == parent && p.comm.starts_with("pt_data_worker"));
         let pages = ds.host_totals(HostKind::PageAlloc, Some(pid)).count;
-        if named_sibling || pages >= WORKER_PAGE_ALLOCS {
+        // Page allocations alone say "builds something", not "a DataLoader":
+        // where the child's Python stacks were sampled they must show
+        // DataLoader code (a compiler or helper subprocess allocates too).
+        let (sampled, in_loader) = ds.py_profiles.iter().filter(|((p, _), _)| *p == pid).fold(
+            (0u64, 0u64),
+            |(n, l), (_, prof)| {
+                (
+                    n + prof.samples,
+                    l + prof.of(crate::pyframes::PyActivity::Loader),
+                )
+            },
+        );
+        let frames_allow = sampled < 20 || in_loader * 5 >= sampled;
+        if named_sibling || (pages >= WORKER_PAGE_ALLOCS && frames_allow) {
             return (
                 Role::DataloaderWorker,
                 format!(

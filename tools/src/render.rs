@@ -119,6 +119,19 @@ pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
                 ns(*v),
                 pct(*v as f64 / p.host_wait_ns.max(1) as f64)
             );
+            // The code behind the part, from the thread's stacks inside it.
+            let shown = p
+                .code
+                .iter()
+                .find(|pc| pc.part == *label && (*v as f64) >= 0.01 * p.host_wait_ns as f64);
+            for cs in shown.iter().flat_map(|pc| pc.code.iter().take(2)) {
+                let _ = writeln!(
+                    s,
+                    "          {} of it in {}",
+                    pct(cs.share_of_part),
+                    cs.text
+                );
+            }
         }
         let _ = writeln!(
             s,

@@ -636,7 +636,8 @@ fn each_case_leads_with_its_constructed_cause_and_names_no_absent_mechanism() {
         ),
         (
             "hf_generate-s50",
-            "host_compute",
+            // The import of transformers inside the loop, named by its code.
+            "idle_code",
             &["launch_bound"],
             &[
                 "host_input_pipeline",
@@ -651,9 +652,13 @@ fn each_case_leads_with_its_constructed_cause_and_names_no_absent_mechanism() {
             &["host_input_pipeline", "slow_workers", "launch_bound"],
         ),
         (
+            // Built as a launch-paced loop (GPU 45% busy before the hogs
+            // start) slowed further by one busy process per core: the
+            // loop's own launch pace idles the GPU longer than the hogs add
+            // (see the next test), so it leads, with the contention beside it.
             "cpu_contention-s50",
-            "cpu_contention",
-            &[],
+            "launch_bound",
+            &["cpu_contention"],
             &["worker_fork_storm", "host_input_pipeline"],
         ),
         (
@@ -774,4 +779,33 @@ fn the_python_phase_of_mixed_phases_is_named_by_its_own_function() {
         (phase - 3e9).abs() < 0.3e9,
         "phase {phase} ns, built as 3 s"
     );
+}
+
+#[test]
+fn cpu_contention_claims_what_the_hogs_added_to_each_step() {
+    // The workload timed its step without the hogs and with them: the
+    // contention finding's idle time is what the hogs added, step by step.
+    let v = line("cpu_contention-s50");
+    let d = &v["derived"];
+    let added_per_step = d["contended_s_per_step"].as_f64().expect("contended")
+        - d["baseline_s_per_step"].as_f64().expect("baseline");
+    let steps = v["steady"]["steps"].as_f64().expect("steps");
+    let built_ns = added_per_step * steps * 1e9;
+    let (_tmp, path) = unpack("cpu_contention-s50");
+    let db = TraceDb::open(&path).expect("open");
+    let r = ingero_tools::explain::explain(&db, &Scope::ALL).expect("explain");
+    let c = r
+        .chains
+        .chains
+        .iter()
+        .find(|c| c.cause.name() == "cpu_contention")
+        .expect("contention finding");
+    let got = c.explained_ns as f64;
+    assert!(
+        (got - built_ns).abs() <= 0.3 * built_ns,
+        "contention explains {got} ns, the hogs added {built_ns} ns"
+    );
+    // And the loop's own launch pace, measured before the hogs, is the
+    // larger part: the launch-bound finding leads.
+    assert_eq!(r.chains.chains[0].cause.name(), "launch_bound");
 }

@@ -13,7 +13,7 @@ mod submission;
 mod text;
 
 use super::context::Context;
-use super::{chain, impact_points, CausalChain};
+use super::{chain, impact_points, CausalChain, Evidence};
 use contenders::{Blame, Contenders};
 use ingero_store::HostKind;
 use saturated::Saturated;
@@ -46,6 +46,41 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let symptom = text::symptom(main, &s);
     let cpu = text::cpu(ctx);
     let steps = text::steps(ctx, main, &s, &blame, &main_sw, &cpu, &symptom);
+    let mut evidence = evidence::list(ctx, &s, &blame, &main_sw);
+    // The time this contention's own evidence covers: the GPU thread in the
+    // run queue, and the calls slowed beyond their median while the CPU was
+    // saturated.
+    let slowed = ctx.slow_excess_ns(&s.slow_in_sat);
+    // Blocked while the job's own workers ran counts when they are the blame.
+    let preempted = ctx.main_idle().map_or(0, |i| {
+        i.causes.off_cpu_preempted_ns
+            + if blame.workers {
+                i.causes.waiting_on_workers_ns
+            } else {
+                0
+            }
+    });
+    evidence.push(Evidence::new(
+        "slowed_call_time",
+        slowed as f64,
+        "ns",
+        "raw rows: calls above their median while the CPU was saturated",
+    ));
+    let excess = excess_idle_while_saturated(ctx);
+    if let Some(x) = excess {
+        evidence.push(Evidence::new(
+            "excess_idle_while_saturated",
+            x as f64,
+            "ns",
+            "idle pieces: GPU idle while saturated beyond the unsaturated rate of the same loop",
+        ));
+    }
+    evidence.push(Evidence::new(
+        "contention_time",
+        (preempted + slowed).max(excess.unwrap_or(0)) as f64,
+        "ns",
+        "idle split (preempted), raw rows (slowed calls), idle pieces (excess while saturated)",
+    ));
     Some(chain(
         ctx,
         blame.cause,
@@ -53,7 +88,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         text::summary(&symptom, &cpu, &blame),
         text::root_cause(main, &s, &blame),
         steps,
-        evidence::list(ctx, &s, &blame, &main_sw),
+        evidence,
         tailed_ops(ctx),
         blame.culprits(),
         s.span,
@@ -63,6 +98,32 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             FIX_EXTERNAL
         },
     ))
+}
+
+/// GPU idle time of the main process while the CPU was saturated beyond
+/// what the same loop idled at the same rate while it was not: the idle the
+/// saturation added. `None` without at least a second of unsaturated loop
+/// to compare with.
+fn excess_idle_while_saturated(ctx: &Context) -> Option<i64> {
+    let idle = ctx.main_idle()?;
+    let (lo, hi) = (
+        idle.loop_idle_pieces.first()?.0,
+        idle.loop_idle_pieces.last()?.1,
+    );
+    let step = ctx.sample_interval_ns.max(1);
+    let windows: Vec<(i64, i64)> = crate::idle::intervals::union(
+        ctx.sat.times.iter().map(|t| (t - step, *t)).collect(),
+        (lo, hi),
+    );
+    let sat_len = crate::idle::intervals::total(&windows);
+    let rest_len = (hi - lo) - sat_len;
+    if sat_len <= 0 || rest_len < 1_000_000_000 {
+        return None;
+    }
+    let sat_idle: f64 = windows.iter().map(|w| idle.loop_idle_in(w.0, w.1)).sum();
+    let rest_idle = idle.loop_idle_in(lo, hi) - sat_idle;
+    let expected = rest_idle / rest_len as f64 * sat_len as f64;
+    Some((sat_idle - expected).max(0.0).round() as i64)
 }
 
 /// True when the CPU was saturated: in at least a tenth of the samples, or,

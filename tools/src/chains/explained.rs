@@ -35,9 +35,15 @@ pub fn claims(cause: Cause) -> &'static [usize] {
     use slot::*;
     match cause {
         Cause::HostInputPipeline | Cause::HostCompute => &[COMPUTE, STORM],
-        Cause::DataloaderWorkerContention => &[PREEMPTED, WORKERS],
+        // Capped by the contention's own measure (preempted time, slowed
+        // calls, idle beyond the unsaturated rate), taken where it fell.
+        Cause::DataloaderWorkerContention => &[
+            PREEMPTED, WORKERS, LAUNCH, SYNC, OTHER_CUDA, ALLOC_FREE, COPIES, BETWEEN, COMPUTE,
+        ],
         Cause::SlowWorkers => &[WORKERS],
-        Cause::CpuContention => &[PREEMPTED],
+        Cause::CpuContention => &[
+            PREEMPTED, LAUNCH, SYNC, OTHER_CUDA, ALLOC_FREE, COPIES, BETWEEN, COMPUTE,
+        ],
         Cause::PageAllocStorm => &[STORM],
         Cause::WorkerForkStorm => &[LAUNCH, ALLOC_FREE, OTHER_CUDA],
         Cause::MemoryPressure => &[BLOCKED, UNKNOWN],
@@ -53,7 +59,7 @@ pub fn claims(cause: Cause) -> &'static [usize] {
         | Cause::WaitingForWork
         | Cause::LockWait => &[BLOCKED, UNKNOWN],
         Cause::CompileStall => &[COMPUTE, BLOCKED, UNKNOWN, STORM],
-        Cause::GpuBound => &[],
+        Cause::GpuBound | Cause::IdleCode => &[],
     }
 }
 
@@ -73,6 +79,9 @@ fn cap(c: &CausalChain) -> Option<i64> {
         Cause::WorkerForkStorm | Cause::AllocationSpike => named("excess_time"),
         Cause::LongBlock => named("longest_block"),
         Cause::CompileStall => named("compile_time"),
+        Cause::PageAllocStorm => named("fault_path_time"),
+        Cause::CpuContention => named("contention_time"),
+        Cause::DataloaderWorkerContention => named("contention_time"),
         Cause::HostCompute => named("host_compute"),
         Cause::GilContention
         | Cause::BlockingIo
@@ -84,10 +93,9 @@ fn cap(c: &CausalChain) -> Option<i64> {
 }
 
 /// Sets `explained_ns`/`explained_share` of every chain from the idle
-/// breakdown of `idle` (the main process), ranks chains by it, derives
-/// severity from the share, and returns the unexplained remainder note.
-pub fn apportion(chains: &mut [CausalChain], idle: Option<&ProcessIdle>) -> Option<String> {
-    let idle = idle?;
+/// breakdown of `idle` (the main process) and returns what no chain took,
+/// by part (the slots of [`HostWaitCauses::labelled`]).
+pub fn claim(chains: &mut [CausalChain], idle: &ProcessIdle) -> Vec<i64> {
     let whole = idle.host_wait_ns.max(0);
     let mut pool: Vec<i64> = idle.causes.labelled().iter().map(|(_, v)| *v).collect();
     // Mechanisms with one dedicated part first (a page-allocation storm owns
@@ -101,9 +109,13 @@ pub fn apportion(chains: &mut [CausalChain], idle: Option<&ProcessIdle>) -> Opti
     let pots: Vec<i64> = chains.iter().map(potential).collect();
     // The on-CPU finding with no mechanism named takes only what the
     // identified mechanisms leave.
+    // Findings that measured their own loss take it before findings that
+    // claim whole parts: a measure is narrower evidence than a part.
+    let capped: Vec<bool> = chains.iter().map(|c| cap(c).is_some()).collect();
     order.sort_by_key(|&i| {
         (
             chains[i].cause == Cause::HostCompute,
+            claims(chains[i].cause).len() != 1 && !capped[i],
             claims(chains[i].cause).len() != 1,
             std::cmp::Reverse(pots[i]),
         )
@@ -130,20 +142,49 @@ pub fn apportion(chains: &mut [CausalChain], idle: Option<&ProcessIdle>) -> Opti
             0.0
         };
     }
+    pool
+}
+
+/// Sets every chain's severity from the time it explains and ranks them:
+/// by the idle time they explain, largest first. A GPU-bound verdict ranks
+/// by the GPU's busy time when the GPU was busy more than idle; a finding
+/// that explains no idle time but costs the loop its own time (allocator
+/// churn, pageable copies) ranks by that time below every finding that
+/// explains idle time.
+pub fn rank(chains: &mut [CausalChain], idle: &ProcessIdle) {
     for c in chains.iter_mut() {
         c.severity = severity(c, idle);
     }
     chains.sort_by(|a, b| {
-        let by_time = if tier(a) == 0 && tier(b) == 0 {
-            std::cmp::Ordering::Equal
-        } else {
-            rank_key(b, idle).total_cmp(&rank_key(a, idle))
-        };
-        tier(b)
-            .cmp(&tier(a))
-            .then(by_time)
+        tier(b, idle)
+            .cmp(&tier(a, idle))
+            .then(rank_key(b, idle).total_cmp(&rank_key(a, idle)))
             .then(b.score.total_cmp(&a.score))
     });
+}
+
+/// Ranking tier: a finding that explains at least 40% of the idle time
+/// leads even a GPU-bound verdict (the idle time left is mostly its); a
+/// GPU-bound verdict of a GPU busier than idle comes next; every other
+/// finding after, by the idle time it explains.
+fn tier(c: &CausalChain, idle: &ProcessIdle) -> u8 {
+    if c.cause == Cause::GpuBound {
+        u8::from(busier_than_idle(idle))
+    } else if c.explained_share >= 0.4 {
+        2
+    } else {
+        0
+    }
+}
+
+/// The note on what no finding explains, by part, of `idle`'s whole idle
+/// time; `None` when everything is explained.
+pub fn unexplained_note(
+    chains: &[CausalChain],
+    pool: &[i64],
+    idle: &ProcessIdle,
+) -> Option<String> {
+    let whole = idle.host_wait_ns.max(0);
     let explained: i64 = chains.iter().map(|c| c.explained_ns).sum();
     let rest = (whole - explained).max(0);
     if whole <= 0 || rest == 0 {
@@ -186,34 +227,27 @@ fn step_time(c: &CausalChain) -> i64 {
     }
 }
 
-/// Share of the GPU idle time below which a finding's explained time is
-/// not a ranking figure: its parts could not be told apart in this file
-/// (e.g. off-CPU time with no preemption flag), so its evidence score ranks it.
-const ATTRIBUTED_MIN: f64 = 0.01;
-
-/// Ranking tier: a host-side finding that explains at least 40% of the
-/// GPU's idle time (or costs the loop more than a quarter of its life)
-/// comes before a GPU-bound verdict, which comes before findings with
-/// attributed time, which come before those whose time this file cannot
-/// attribute (ranked by evidence score).
-fn tier(c: &CausalChain) -> u8 {
-    if c.cause == Cause::GpuBound {
-        2
-    } else if c.explained_share >= 0.4 || c.severity == Severity::High {
-        3
-    } else if c.explained_share >= ATTRIBUTED_MIN || step_time(c) > 0 {
-        1
-    } else {
-        0
-    }
+/// True when the GPU was busy longer than it idled while the job drove it
+/// (start-up before the first CUDA call and the tail after the last left out).
+fn busier_than_idle(idle: &ProcessIdle) -> bool {
+    let c = &idle.causes;
+    let loop_idle = idle.host_wait_ns - c.before_first_call_ns - c.after_last_call_ns;
+    idle.busy_ns >= loop_idle
 }
 
-/// Ranking: explained time (idle, or of the step); a GPU-bound run ranks by
-/// its busy time.
+/// Ranking key: idle time explained (or loop time measured, for findings
+/// that cost the loop time the busy figure counts as GPU work); a GPU-bound
+/// verdict ranks by busy time.
 fn rank_key(c: &CausalChain, idle: &ProcessIdle) -> f64 {
     if c.cause == Cause::GpuBound {
-        idle.busy_ns as f64
+        if busier_than_idle(idle) {
+            idle.busy_ns as f64
+        } else {
+            -1.0
+        }
     } else {
+        // Idle time explained, or the loop time the finding measured it
+        // costs (time in the allocator, copies slower than pinned ones).
         c.explained_ns.max(step_time(c)) as f64
     }
 }

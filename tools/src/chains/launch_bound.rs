@@ -19,6 +19,10 @@ of a Python loop over small tensors).";
 /// Launches per second at or above which the launch path can set the pace.
 const MIN_RATE: f64 = 2_000.0;
 
+/// Mean GPU time per launch (measured busy / launches) under which the
+/// kernels count as short.
+const SHORT_KERNEL_NS: f64 = 50_000.0;
+
 /// Detects a loop paced by kernel launches of the main process.
 pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let main = ctx.main?;
@@ -36,7 +40,15 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     // Geometry, where read, must say the kernels are small.
     let small_share = l.small_launches as f64 / l.launches.max(1) as f64;
     let geometry_known = l.mean_threads_per_launch.is_some();
-    if share < 0.25 || idle.idle_share < 0.3 || (geometry_known && small_share < 0.5) {
+    // Or the measured GPU time says so: kernels that average under 50 us of
+    // GPU time each are short beside the host's time to issue the next one,
+    // whatever their grid (a wide element-wise kernel on a small tensor).
+    let short_by_time = !idle.busy_is_upper_bound
+        && (idle.busy_ns as f64 / l.launches.max(1) as f64) < SHORT_KERNEL_NS;
+    if share < 0.25
+        || idle.idle_share < 0.3
+        || (geometry_known && small_share < 0.5 && !short_by_time)
+    {
         return None;
     }
     let busy = BusyFigure::of_idle(idle);

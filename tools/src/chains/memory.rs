@@ -62,7 +62,21 @@ pub fn detect_page_storm(ctx: &Context) -> Option<CausalChain> {
     };
     let total_pages: i64 = per_pid.values().map(|v| v.0).sum();
     let total_bytes: i64 = per_pid.values().map(|v| v.1).sum();
-    let mut top: Vec<(i32, i64, i64)> = per_pid.iter().map(|(p, v)| (*p, v.0, v.1)).collect();
+    // The processes named are those allocating inside the storm's buckets,
+    // with what they allocated there: a process that appears later in the
+    // window is no culprit of this storm.
+    let mut in_storm: BTreeMap<i32, (i64, i64)> = BTreeMap::new();
+    for a in ds.aggs.iter().filter(|a| {
+        a.source == AggSource::Host
+            && a.code == HostKind::PageAlloc.id() as i64
+            && in_job(a.pid)
+            && storm.binary_search(&a.bucket_ns).is_ok()
+    }) {
+        let e = in_storm.entry(a.pid).or_default();
+        e.0 += a.count;
+        e.1 += a.sum_bytes;
+    }
+    let mut top: Vec<(i32, i64, i64)> = in_storm.iter().map(|(p, v)| (*p, v.0, v.1)).collect();
     top.sort_by_key(|t| std::cmp::Reverse(t.2));
     let evidence_pts = 15.0 * (peak_rate / (2.0 * 1024.0 * 1024.0 * 1024.0)).min(1.0)
         + 10.0 * corr
@@ -75,7 +89,7 @@ pub fn detect_page_storm(ctx: &Context) -> Option<CausalChain> {
         .map(|t| format!("{} {} ({})", ds.comm(t.0), t.0, format::count(t.1)))
         .collect();
     let summary = format!(
-        "{} slow CUDA calls in page-allocation bursts <- {}/s of fresh pages at peak ({})",
+        "{} slow CUDA calls in page-allocation bursts <- {}/s of fresh pages at peak (in the bursts: {})",
         hit.len(),
         format::bytes(peak_rate as i64),
         top_text.join(", ")
@@ -127,7 +141,7 @@ pub fn detect_page_storm(ctx: &Context) -> Option<CausalChain> {
         ctx.op_names(hit.iter().copied()),
         top.iter().take(5).map(|t| t.0).collect(),
         (
-            peak_bucket,
+            storm.first().copied().unwrap_or(peak_bucket),
             storm.last().copied().unwrap_or(peak_bucket) + ds.bucket_ns,
         ),
         FIX_PAGES,

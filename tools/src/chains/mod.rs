@@ -10,6 +10,7 @@
 pub mod alloc;
 pub mod blocked;
 pub mod churn;
+pub mod code_finding;
 pub mod compile;
 pub mod contention;
 pub mod context;
@@ -89,6 +90,9 @@ pub enum Cause {
     /// The job compiles (torch.compile, Triton JIT or autotuning) while the
     /// GPU waits: compilation frames in its stacks, compiler processes.
     CompileStall,
+    /// GPU idle time no mechanism's evidence covers, named by the code the
+    /// GPU thread was in meanwhile (its stacks inside exactly that time).
+    IdleCode,
 }
 
 impl Cause {
@@ -117,6 +121,7 @@ impl Cause {
             Cause::LockWait => "lock_wait",
             Cause::SyncInLoop => "sync_in_loop",
             Cause::CompileStall => "compile_stall",
+            Cause::IdleCode => "idle_code",
         }
     }
 }
@@ -226,6 +231,13 @@ pub struct CausalChain {
     pub end_offset_s: f64,
     /// The concrete change to make.
     pub fix: String,
+    /// The code the GPU thread was in during the idle time this finding
+    /// explains, largest first (empty without stack samples).
+    pub code: Vec<crate::code::CodeShare>,
+    /// For a finding named by its code: the part of the idle split it
+    /// explains (`off_cpu_blocked`, `host_compute`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
 }
 
 /// Answer of `get_causal_chains`.
@@ -309,7 +321,15 @@ pub fn chains_with_starvation(
     });
     chains.sort_by(|a, b| b.score.total_cmp(&a.score));
     let main_idle = ctx.idle.iter().find(|p| Some(p.pid) == ctx.main);
-    let unexplained = explained::apportion(&mut chains, main_idle);
+    let mut unexplained = None;
+    if let Some(idle) = main_idle {
+        gate_by_code(&mut chains, idle);
+        let mut pool = explained::claim(&mut chains, idle);
+        attach_code(&mut chains, idle);
+        chains.extend(code_finding::detect(&ctx, idle, &mut pool));
+        explained::rank(&mut chains, idle);
+        unexplained = explained::unexplained_note(&chains, &pool, idle);
+    }
     for (i, c) in chains.iter_mut().enumerate() {
         c.id = format!("chain-{}", i + 1);
         c.score = (c.score * 10.0).round() / 10.0;
@@ -332,6 +352,69 @@ pub fn chains_with_starvation(
         notes,
     };
     (report, ctx.starvation_all)
+}
+
+/// Drops findings whose claim the code attribution contradicts: an on-CPU
+/// finding with no mechanism named gives way to the findings named by code
+/// where the on-CPU time has stacks.
+fn gate_by_code(chains: &mut Vec<CausalChain>, idle: &ProcessIdle) {
+    let compute_code = idle
+        .code
+        .iter()
+        .any(|p| p.key == "host_compute" && !p.code.is_empty() && p.coverage > 0.0);
+    if compute_code {
+        // One on-CPU phase named from its own samples stays: it says more
+        // than the code of the whole part.
+        chains.retain(|c| {
+            c.cause != Cause::HostCompute || c.evidence.iter().any(|e| e.label == "phase_time")
+        });
+    }
+    // A page-allocation storm claims only the time its stacks show in the
+    // page-fault path: work that happens to allocate while doing something
+    // else is that something else.
+    let fault_ns: Option<i64> = idle
+        .code
+        .iter()
+        .filter(|p| matches!(p.key.as_str(), "page_alloc_storm" | "host_compute"))
+        .filter(|p| p.coverage > 0.0)
+        .map(|p| p.in_page_fault_ns)
+        .reduce(|a, b| a + b);
+    if let Some(ns) = fault_ns {
+        for c in chains
+            .iter_mut()
+            .filter(|c| c.cause == Cause::PageAllocStorm)
+        {
+            c.evidence.push(Evidence::new(
+                "fault_path_time",
+                ns as f64,
+                "ns",
+                "on-CPU stacks in the page-fault path",
+            ));
+        }
+    }
+}
+
+/// Gives each mechanism's finding the code of the idle parts it claims,
+/// largest first.
+fn attach_code(chains: &mut [CausalChain], idle: &ProcessIdle) {
+    for c in chains.iter_mut() {
+        if c.explained_ns <= 0 || !c.code.is_empty() {
+            continue;
+        }
+        let keys: Vec<&str> = explained::claims(c.cause)
+            .iter()
+            .map(|&s| code_finding::PART_KEYS[s])
+            .collect();
+        let mut code: Vec<crate::code::CodeShare> = idle
+            .code
+            .iter()
+            .filter(|p| keys.contains(&p.key.as_str()))
+            .flat_map(|p| p.code.iter().cloned())
+            .collect();
+        code.sort_by(|a, b| b.idle_ns.cmp(&a.idle_ns));
+        code.truncate(3);
+        c.code = code;
+    }
 }
 
 /// Builds a chain with its severity derived from the score.
@@ -368,6 +451,8 @@ pub(crate) fn chain(
         start_offset_s: ((span_ns.0 - start) as f64 / 1e9).max(0.0),
         end_offset_s: ((span_ns.1 - start) as f64 / 1e9).max(0.0),
         fix: fix.to_string(),
+        code: Vec::new(),
+        part: None,
     }
 }
 

@@ -66,7 +66,10 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let frames_say = py_samples >= 20 && in_loader as f64 >= 0.2 * py_samples as f64;
     let frames_text = profile.filter(|p| p.active >= 20).map(PyProfile::describe);
     let stacks_recorded = !ds.waits.is_empty() || profile.is_some();
-    let loader = !workers.is_empty() || frames_say;
+    // Workers alone do not make the on-CPU time a loader's: where the GPU
+    // thread's Python stacks were sampled, they must show DataLoader code.
+    let frames_known = py_samples >= 20;
+    let loader = frames_say || (!workers.is_empty() && !frames_known);
     let period = idle.step_period_ns;
     let evidence_pts = 30.0 * idle.active_idle_share
         + 20.0 * compute_share.min(1.0)

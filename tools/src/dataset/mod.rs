@@ -367,6 +367,10 @@ pub struct Dataset {
     /// What each thread's Python stack samples show it doing, by
     /// `(pid, tid)` (empty without Python stack samples).
     pub py_profiles: BTreeMap<(i32, i32), crate::pyframes::PyProfile>,
+    /// Every stack sample of each CUDA-calling thread, by `(pid, tid)`, by
+    /// time (empty without stack samples): what the idle time is
+    /// attributed to ([`crate::code`]).
+    pub thread_samples: BTreeMap<(i32, i32), Vec<ingero_store::thread_samples::ThreadSample>>,
     /// CPU count of the traced host, 0 when unknown.
     pub cpu_cores: i64,
     /// GPU model, empty when unknown.
@@ -485,6 +489,13 @@ impl Dataset {
         waits.retain(|w| gpu_threads.contains(&(w.pid, w.tid)));
         let py_profiles =
             crate::pyframes::load(conn, window.lo_ns, window.hi_ns, pid_filter).map_err(q)?;
+        let mut thread_samples = BTreeMap::new();
+        for &(pid, tid) in &gpu_threads {
+            let rows = db.thread_samples(pid, tid, window.lo_ns, window.hi_ns)?;
+            if !rows.is_empty() {
+                thread_samples.insert((pid, tid), rows);
+            }
+        }
 
         let (cpu_cores, gpu_model): (i64, String) = conn
             .query_row(
@@ -546,6 +557,7 @@ impl Dataset {
             gpu_thread_switches,
             waits,
             py_profiles,
+            thread_samples,
             cpu_cores,
             gpu_model,
             lost_events,

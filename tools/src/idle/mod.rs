@@ -140,6 +140,27 @@ impl HostWaitCauses {
         ]
     }
 
+    /// The parts by state slot ([`states::State::index`]).
+    pub fn by_slot(&self) -> [i64; STATES] {
+        use ingero_store::activity::CallPart;
+        let mut out = [0i64; STATES];
+        out[State::BeforeFirst.index()] = self.before_first_call_ns;
+        out[State::AfterLast.index()] = self.after_last_call_ns;
+        out[State::Inside(CallPart::Launch).index()] = self.in_launch_calls_ns;
+        out[State::Inside(CallPart::AllocFree).index()] = self.in_alloc_free_ns;
+        out[State::Inside(CallPart::Sync).index()] = self.in_sync_ns;
+        out[State::Inside(CallPart::Copy).index()] = self.in_copies_ns;
+        out[State::Inside(CallPart::Other).index()] = self.in_other_cuda_ns;
+        out[State::BetweenCalls.index()] = self.between_calls_ns;
+        out[State::OffPreempted.index()] = self.off_cpu_preempted_ns;
+        out[State::OffWorkers.index()] = self.waiting_on_workers_ns;
+        out[State::OffBlocked.index()] = self.off_cpu_blocked_ns;
+        out[State::OffUnknown.index()] = self.off_cpu_unknown_ns;
+        out[State::Storm.index()] = self.page_alloc_storm_ns;
+        out[State::Compute.index()] = self.host_compute_ns;
+        out
+    }
+
     /// Sum of the parts.
     pub fn sum(&self) -> i64 {
         self.labelled().iter().map(|(_, v)| v).sum()
@@ -291,6 +312,30 @@ pub struct ProcessIdle {
     pub rules: Vec<RuleCheck>,
     /// How solid the figures are.
     pub basis: Vec<String>,
+    /// The code the GPU thread was in during each part of the idle split,
+    /// largest part first (empty without stack samples).
+    pub code: Vec<crate::code::PartCode>,
+    /// The idle time where it happened: `(start, end, idle ns)` pieces, by
+    /// time, between the first and the last CUDA call (for findings that
+    /// compare stretches of the loop).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub loop_idle_pieces: Vec<(i64, i64, f64)>,
+}
+
+impl ProcessIdle {
+    /// Idle ns inside `[a, b)`, from the loop's idle pieces (a piece cut by
+    /// the bounds counts in proportion).
+    pub fn loop_idle_in(&self, a: i64, b: i64) -> f64 {
+        self.loop_idle_pieces
+            .iter()
+            .filter(|p| p.1 > a && p.0 < b)
+            .map(|&(s, e, v)| {
+                let len = (e - s).max(1) as f64;
+                v * intervals::overlap((s, e), (a, b)) as f64 / len
+            })
+            .sum()
+    }
 }
 
 /// Idle breakdown for every GPU-driving root process, most CUDA time first.
@@ -317,7 +362,18 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     let busy = Busy::of(ds, &p, &bound, &mut basis);
     let measured = busy.measured.as_ref();
     let host_wait = (p.span_ns - busy.busy_ns).max(0);
-    let causes = split::causes(&facts, &busy.pieces, host_wait);
+    let segments = facts.segments();
+    let loop_span = (p.first_call, p.last_call_end);
+    let causes = split::causes(&segments, &busy.pieces, host_wait);
+    let code = match ds.thread_samples.get(&(pid, gpu_thread)) {
+        Some(samples) => crate::code::attribute(
+            &segments,
+            &states::attribute_by_segment(&segments, &busy.pieces),
+            &causes.by_slot(),
+            samples,
+        ),
+        None => Vec::new(),
+    };
     split::switch_notes(ds, pid, &facts, &mut basis);
     let long = LongGaps::of(&bound.gaps, measured);
     let utilization = gaps::utilization(p.span, &bound.busy, measured);
@@ -365,5 +421,15 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         streams: calls::streams(&p.calls),
         rules,
         basis,
+        code,
+        loop_idle_pieces: busy
+            .pieces
+            .iter()
+            .filter(|p| p.1 > p.0 && p.1 > loop_span.0 && p.0 < loop_span.1)
+            .map(|&(s, e, v)| {
+                let (cs, ce) = (s.max(loop_span.0), e.min(loop_span.1));
+                (cs, ce, v * (ce - cs) as f64 / (e - s).max(1) as f64)
+            })
+            .collect(),
     })
 }

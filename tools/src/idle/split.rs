@@ -3,7 +3,7 @@
 //! pieces of the busy figure ([`super::measure`]).
 
 use super::process::ProcessSpans;
-use super::states::attribute;
+use super::states::{attribute, Segment};
 use super::timeline::ThreadFacts;
 use super::{HostWaitCauses, STORM_RATE};
 use crate::activity::ActivityOrigin;
@@ -74,8 +74,8 @@ fn storm_buckets(ds: &Dataset, pid: i32) -> Vec<i64> {
 
 /// Shares the idle pieces among the thread's states, so that the parts add
 /// up to `host_wait` exactly.
-pub fn causes(facts: &ThreadFacts, pieces: &[(i64, i64, f64)], host_wait: i64) -> HostWaitCauses {
-    let mut causes = HostWaitCauses::from_shares(&attribute(&facts.segments(), pieces));
+pub fn causes(segments: &[Segment], pieces: &[(i64, i64, f64)], host_wait: i64) -> HostWaitCauses {
+    let mut causes = HostWaitCauses::from_shares(&attribute(segments, pieces));
     // Calls counted but not placed ran while the thread was on the CPU:
     // their time leaves the on-CPU parts first.
     let mut surplus = causes.sum() - host_wait;

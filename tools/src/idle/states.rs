@@ -87,6 +87,22 @@ impl Segment {
 /// time-ordered, disjoint `segments`; returns ns per state slot.
 pub fn attribute(segments: &[Segment], pieces: &[(i64, i64, f64)]) -> [f64; STATES] {
     let mut out = [0.0; STATES];
+    for (_, per_state) in attribute_by_segment(segments, pieces) {
+        for (o, v) in out.iter_mut().zip(per_state) {
+            *o += v;
+        }
+    }
+    out
+}
+
+/// The same sharing as [`attribute`], kept per segment: `(segment index,
+/// idle ns per state slot in it)` for every segment that received idle
+/// time, by index. Summed over segments it is [`attribute`]'s answer.
+pub fn attribute_by_segment(
+    segments: &[Segment],
+    pieces: &[(i64, i64, f64)],
+) -> Vec<(usize, [f64; STATES])> {
+    let mut out: std::collections::BTreeMap<usize, [f64; STATES]> = Default::default();
     let mut first = 0usize;
     for &(a, b, amount) in pieces {
         if amount <= 0.0 || b <= a {
@@ -96,8 +112,16 @@ pub fn attribute(segments: &[Segment], pieces: &[(i64, i64, f64)]) -> [f64; STAT
             first += 1;
         }
         let mut w = [0.0; STATES];
-        for s in segments[first..].iter().take_while(|s| s.start < b) {
+        let mut touched: Vec<(usize, f64)> = Vec::new();
+        for (i, s) in segments[first..]
+            .iter()
+            .enumerate()
+            .take_while(|(_, s)| s.start < b)
+        {
             let o = overlap((a, b), (s.start, s.end)) as f64;
+            if o > 0.0 {
+                touched.push((first + i, o));
+            }
             for (slot, m) in w.iter_mut().zip(&s.mix) {
                 *slot += o * m;
             }
@@ -109,14 +133,23 @@ pub fn attribute(segments: &[Segment], pieces: &[(i64, i64, f64)]) -> [f64; STAT
             continue;
         }
         let to_rest = amount.min(rest);
-        for (i, slot) in out.iter_mut().enumerate() {
-            if i != SYNC_SLOT && rest > 0.0 {
-                *slot += to_rest * w[i] / rest;
+        let to_sync = (amount - to_rest).min(sync_w).max(0.0);
+        for (i, o) in touched {
+            let mix = &segments[i].mix;
+            let slot = out.entry(i).or_insert([0.0; STATES]);
+            for (k, v) in slot.iter_mut().enumerate() {
+                let share = o * mix[k];
+                if k == SYNC_SLOT {
+                    if sync_w > 0.0 {
+                        *v += to_sync * share / sync_w;
+                    }
+                } else if rest > 0.0 {
+                    *v += to_rest * share / rest;
+                }
             }
         }
-        out[SYNC_SLOT] += (amount - to_rest).min(sync_w).max(0.0);
     }
-    out
+    out.into_iter().collect()
 }
 
 #[cfg(test)]

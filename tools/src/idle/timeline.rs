@@ -88,6 +88,41 @@ impl ThreadFacts<'_> {
         }
     }
 
+    /// A burst of calls over `[a, z)` with its state `mix`, less the
+    /// stretches where the thread was preempted inside it: a thread waiting
+    /// in the run queue is not working in its calls, whatever call it was in.
+    /// (Blocked stretches stay in the burst: a thread blocked inside a
+    /// synchronisation is waiting for the GPU, which the mix already says.)
+    fn burst(&self, a: i64, z: i64, mix: [f64; STATES], out: &mut Vec<Segment>) {
+        let first = self.switches.partition_point(|h| h.ts_ns + h.dur_ns <= a);
+        let mut cursor = a;
+        for h in self.switches[first..].iter().take_while(|h| h.ts_ns < z) {
+            if h.arg != 1 {
+                continue;
+            }
+            let (oa, ob) = (h.ts_ns.max(cursor), (h.ts_ns + h.dur_ns).min(z));
+            if ob <= oa {
+                continue;
+            }
+            if oa > cursor {
+                out.push(Segment {
+                    start: cursor,
+                    end: oa,
+                    mix,
+                });
+            }
+            out.push(Segment::pure(oa, ob, State::OffPreempted));
+            cursor = ob;
+        }
+        if z > cursor {
+            out.push(Segment {
+                start: cursor,
+                end: z,
+                mix,
+            });
+        }
+    }
+
     /// The segments, time-ordered and disjoint, covering the span.
     pub fn segments(&self) -> Vec<Segment> {
         let (lo, hi) = self.span;
@@ -124,11 +159,7 @@ impl ThreadFacts<'_> {
             } else {
                 mix[State::BetweenCalls.index()] = 1.0 - api;
             }
-            out.push(Segment {
-                start: a,
-                end: z,
-                mix,
-            });
+            self.burst(a, z, mix, &mut out);
             cursor = z;
         }
         if active.1 > cursor {

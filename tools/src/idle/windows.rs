@@ -27,5 +27,5 @@ pub fn thread_time_in(
         .map(|(a, b)| (*a, *b, (b - a) as f64))
         .collect();
     let total: i64 = windows.iter().map(|(a, b)| (b - a).max(0)).sum();
-    Some(causes(&facts, &pieces, total))
+    Some(causes(&facts.segments(), &pieces, total))
 }
