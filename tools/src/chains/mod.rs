@@ -411,7 +411,7 @@ fn attach_code(chains: &mut [CausalChain], idle: &ProcessIdle) {
             .filter(|p| keys.contains(&p.key.as_str()))
             .flat_map(|p| p.code.iter().cloned())
             .collect();
-        code.sort_by(|a, b| b.idle_ns.cmp(&a.idle_ns));
+        code.sort_by_key(|c| std::cmp::Reverse(c.idle_ns));
         code.truncate(3);
         c.code = code;
     }

@@ -19,6 +19,11 @@ pub use path::{CodePath, PyFrame};
 use serde::Serialize;
 use std::collections::HashMap;
 
+/// A code group: whose code, and the kind of kernel wait.
+type GroupKey = (String, Option<String>);
+/// Its weight, stacks, heaviest path and that path's weight.
+type Group = (f64, u32, CodePath, f64);
+
 /// Code groups listed per part.
 const LISTED: usize = 5;
 
@@ -176,8 +181,7 @@ pub fn attribute(
             .map(|(_, v)| v.0)
             .sum();
         // Group by owner and kernel wait; keep each group's heaviest path.
-        let mut groups: HashMap<(String, Option<String>), (f64, u32, CodePath, f64)> =
-            HashMap::new();
+        let mut groups: HashMap<GroupKey, Group> = HashMap::new();
         for (p, (w, n)) in acc.by_path {
             let g = groups
                 .entry((p.owner(), p.kernel_kind()))
@@ -240,6 +244,6 @@ pub fn attribute(
             code,
         });
     }
-    out.sort_by(|a, b| b.idle_ns.cmp(&a.idle_ns));
+    out.sort_by_key(|p| std::cmp::Reverse(p.idle_ns));
     out
 }
