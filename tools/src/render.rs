@@ -159,6 +159,22 @@ pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
             p.sync.sync_copies,
             p.sync.pageable_async_copies
         );
+        if let Some(ps) = &p.per_step {
+            let notable = ps.notable();
+            let _ = writeln!(
+                s,
+                "      per step ({} steps of {}): {:.1} launches, {:.1} syncs{}",
+                ps.steps,
+                ns(ps.period_ns),
+                ps.launches,
+                ps.syncs,
+                if notable.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}", notable.join(", "))
+                }
+            );
+        }
         for b in &p.basis {
             let _ = writeln!(s, "      basis: {b}");
         }

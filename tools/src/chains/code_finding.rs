@@ -156,9 +156,16 @@ fn finding(
         format::pct(top.share_of_part),
         top.text
     );
+    let per_step = idle
+        .per_step
+        .as_ref()
+        .map(|p| p.notable())
+        .filter(|v| !v.is_empty())
+        .map(|v| format!(" Per step the loop also makes {}.", v.join(", ")))
+        .unwrap_or_default();
     let root_cause = format!(
         "No mechanism's evidence covers this time; the stacks show where it went: {}. {} of this \
-         part had a stack to read ({}).",
+         part had a stack to read ({}).{per_step}",
         listing.join("; "),
         format::pct(part.coverage),
         part.basis

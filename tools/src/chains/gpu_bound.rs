@@ -57,6 +57,14 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     if measured.is_some_and(|b| b.share() < MEASURED_BUSY_MIN) {
         return None;
     }
+    // A busy share alone is not this job's GPU work: the host must have had
+    // work queued over most of the busy time (the driver's own work, such as
+    // zeroing fresh device memory, and other processes count as busy too).
+    if let Some(idle) = ctx.main_idle().filter(|i| !i.busy_is_upper_bound) {
+        if (idle.host_bound_busy_ns as f64) < 0.5 * idle.busy_ns as f64 {
+            return None;
+        }
+    }
     let score = 10.0 + 20.0 * sync_share + measured.map_or(0.0, |b| 10.0 * b.share());
     let (summary, root_cause) = match measured {
         Some(b) => (

@@ -22,6 +22,7 @@ mod gaps;
 pub(crate) mod intervals;
 pub mod launches;
 mod measure;
+pub mod per_step;
 mod process;
 mod split;
 pub mod states;
@@ -315,6 +316,9 @@ pub struct ProcessIdle {
     /// The code the GPU thread was in during each part of the idle split,
     /// largest part first (empty without stack samples).
     pub code: Vec<crate::code::PartCode>,
+    /// What the loop does per step (exact counts over the step period),
+    /// when the loop has a period.
+    pub per_step: Option<per_step::PerStep>,
     /// The idle time where it happened: `(start, end, idle ns)` pieces, by
     /// time, between the first and the last CUDA call (for findings that
     /// compare stretches of the loop).
@@ -362,6 +366,8 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     let busy = Busy::of(ds, &p, &bound, &mut basis);
     let measured = busy.measured.as_ref();
     let host_wait = (p.span_ns - busy.busy_ns).max(0);
+    let step_period_ns = calls::step_period_ns(ds, &p.calls);
+    let per_step = per_step::of(ds, pid, (p.first_call, p.last_call_end), step_period_ns);
     let segments = facts.segments();
     let loop_span = (p.first_call, p.last_call_end);
     let causes = split::causes(&segments, &busy.pieces, host_wait);
@@ -414,7 +420,7 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         long_gaps_ns: long.total_ns(),
         longest_gaps: long.longest(ds.span.start_ns),
         host_gaps: long.host.len(),
-        step_period_ns: calls::step_period_ns(ds, &p.calls),
+        step_period_ns,
         utilization,
         launches: launch_stats,
         sync,
@@ -422,6 +428,7 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         rules,
         basis,
         code,
+        per_step,
         loop_idle_pieces: busy
             .pieces
             .iter()
