@@ -330,6 +330,7 @@ pub fn chains_with_starvation(
         explained::rank(&mut chains, idle);
         unexplained = explained::unexplained_note(&chains, &pool, idle);
     }
+    keep_living_culprits(&mut chains, ds);
     for (i, c) in chains.iter_mut().enumerate() {
         c.id = format!("chain-{}", i + 1);
         c.score = (c.score * 10.0).round() / 10.0;
@@ -352,6 +353,37 @@ pub fn chains_with_starvation(
         notes,
     };
     (report, ctx.starvation_all)
+}
+
+/// A process named as a culprit must be alive during the finding's
+/// stretch: one that first appears after it (or was gone before it) is no
+/// part of it, whatever its totals over the window.
+fn keep_living_culprits(chains: &mut [CausalChain], ds: &Dataset) {
+    let start = ds.span.start_ns;
+    for c in chains.iter_mut() {
+        let (a, b) = (
+            start + (c.start_offset_s * 1e9) as i64,
+            start + (c.end_offset_s * 1e9) as i64,
+        );
+        if b <= a {
+            continue;
+        }
+        c.culprit_pids.retain(|pid| {
+            ds.processes.get(pid).is_none_or(|p| {
+                let first = if p.first_seen_ns > 0 {
+                    p.first_seen_ns
+                } else {
+                    i64::MIN
+                };
+                let last = if p.last_seen_ns > 0 {
+                    p.last_seen_ns
+                } else {
+                    i64::MAX
+                };
+                first <= b && last >= a
+            })
+        });
+    }
 }
 
 /// Drops findings whose claim the code attribution contradicts: an on-CPU
