@@ -208,3 +208,79 @@ fn a_killed_capture_is_explained_as_unfinished() {
     assert!(text.contains("Session 1 has no stop time"), "{text}");
     assert!(text.contains("cudaLaunchKernel"), "{text}");
 }
+
+/// `ingero trace` of the stand-in workload, ended after two seconds by
+/// `signal` (sent with kill(1)); returns the database and the exit status.
+fn trace_ended_by(signal: &str, dir: &Path) -> (std::path::PathBuf, std::process::ExitStatus) {
+    let workload = build_standins(&dir.join("standin"));
+    let db = dir.join(format!("ended-by-{signal}.db"));
+    let mut trace = Command::new(env!("CARGO_BIN_EXE_ingero"))
+        .env("INGERO_STANDIN_US", "200")
+        .args(["trace", "--quiet", "--json", "--db"])
+        .arg(&db)
+        .args(standin_libs(&workload))
+        .arg("--")
+        .arg(&workload)
+        .args(["--iters", "15000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run ingero trace");
+    let t0 = std::time::Instant::now();
+    while !db.exists() && t0.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let sent = Command::new("kill")
+        .args([format!("-{signal}"), trace.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill -{signal}");
+    let status = trace.wait().expect("wait");
+    let conn =
+        rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let targets: String = conn
+        .query_row("SELECT target_pids FROM sessions", [], |r| r.get(0))
+        .expect("session row");
+    drop(conn);
+    for pid in targets
+        .trim_matches(['[', ']'])
+        .split(',')
+        .filter_map(|p| p.trim().parse::<i32>().ok())
+    {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    (db, status)
+}
+
+#[test]
+fn sigterm_and_sighup_finalise_the_capture_like_ctrl_c() {
+    for signal in ["TERM", "HUP", "INT"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (db, status) = trace_ended_by(signal, dir.path());
+        assert!(status.success(), "{signal}: ingero trace exited {status:?}");
+        // Finalised: a stop time, the WAL checkpointed into the file, and
+        // the CUDA calls of the capture in it.
+        let wal = std::path::PathBuf::from(format!("{}-wal", db.display()));
+        assert!(
+            !wal.exists() || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) == 0,
+            "{signal}: WAL left behind"
+        );
+        let conn =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open");
+        let (stopped, calls): (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT MAX(stopped_ns) FROM sessions), \
+                 (SELECT COALESCE(SUM(count), 0) FROM aggregates WHERE source = 1)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("sql");
+        assert!(stopped > 0, "{signal}: no stop time");
+        assert!(calls > 0, "{signal}: no CUDA call counted");
+        let text = explain_text(&db);
+        assert!(!text.contains("has no stop time"), "{signal}: {text}");
+    }
+}

@@ -217,7 +217,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let logs = live_log::init(live);
     let handle = start(config)?;
     let stopper = handle.stopper();
-    ctrlc::set_handler(move || stopper.stop()).context("installing the Ctrl-C handler")?;
+    // SIGINT, SIGTERM and SIGHUP (Ctrl-C, `timeout`, `docker stop`, systemd,
+    // a closed terminal) all end the capture the same way: probes detached,
+    // last batch written, stop time set, summary printed. A second signal
+    // aborts at once.
+    let signals = std::sync::atomic::AtomicUsize::new(0);
+    ctrlc::set_handler(move || {
+        if signals.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            eprintln!("ingero: second signal, aborting without finalising the capture");
+            std::process::exit(130);
+        }
+        stopper.stop();
+    })
+    .context("installing the signal handler")?;
 
     let mut drawn_lines = 0usize;
     let mut next_draw = Instant::now();
