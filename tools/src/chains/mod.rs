@@ -401,6 +401,15 @@ fn gate_by_code(chains: &mut Vec<CausalChain>, idle: &ProcessIdle) {
             c.cause != Cause::HostCompute || c.evidence.iter().any(|e| e.label == "phase_time")
         });
     }
+    // Processes started in every step of the loop are no start-up storm:
+    // the loop's own code starts them (the step's code says which).
+    if idle
+        .per_step
+        .as_ref()
+        .is_some_and(|p| p.processes_started >= 0.5 && p.steps >= 10.0)
+    {
+        chains.retain(|c| c.cause != Cause::WorkerForkStorm);
+    }
     // A page-allocation storm claims only the time its stacks show in the
     // page-fault path: work that happens to allocate while doing something
     // else is that something else.
