@@ -408,7 +408,9 @@ fn gate_by_code(chains: &mut Vec<CausalChain>, idle: &ProcessIdle) {
         .as_ref()
         .is_some_and(|p| p.processes_started >= 0.5 && p.steps >= 10.0)
     {
-        chains.retain(|c| c.cause != Cause::WorkerForkStorm);
+        // Nor is waiting on the descriptors of those processes "no work
+        // arriving": the loop waits on its own children.
+        chains.retain(|c| !matches!(c.cause, Cause::WorkerForkStorm | Cause::WaitingForWork));
     }
     // A page-allocation storm claims only the time its stacks show in the
     // page-fault path: work that happens to allocate while doing something
