@@ -116,10 +116,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("start the async runtime")?;
-    match http {
+    let result = match http {
         None => runtime.block_on(mcp::stdio::serve(config)),
         Some(options) => runtime.block_on(mcp::http::serve(config, options)),
-    }
+    };
+    // A read of stdin still blocked in its thread (the session ended on a
+    // signal while the client kept its pipe open) must not keep the process
+    // alive: the captures are finalised by now.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    result
 }
 
 /// The operator's capture limits from the command line; a bad value exits 2

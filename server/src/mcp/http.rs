@@ -258,8 +258,13 @@ fn loopback_hosts(addr: &SocketAddr) -> Vec<String> {
     hosts
 }
 
-/// Builds the axum application (exposed for tests and benches).
-pub fn app(config: Config, options: &HttpOptions, ct: CancellationToken) -> anyhow::Result<Router> {
+/// Builds the axum application over `shared`, the state the caller keeps
+/// (to stop its captures when the server ends).
+pub fn app_with(
+    shared: Arc<super::server::Shared>,
+    options: &HttpOptions,
+    ct: CancellationToken,
+) -> anyhow::Result<Router> {
     check_options(options)?;
     let extra: Vec<Origin> = options
         .allow_origins
@@ -286,7 +291,6 @@ pub fn app(config: Config, options: &HttpOptions, ct: CancellationToken) -> anyh
         // token, not the Host header, protects it.
         http_config = http_config.disable_allowed_hosts();
     }
-    let shared = IngeroMcp::shared(config)?;
     let service = StreamableHttpService::new(
         move || Ok(IngeroMcp::new(Arc::clone(&shared))),
         Arc::new(LocalSessionManager::default()),
@@ -313,7 +317,8 @@ pub fn app(config: Config, options: &HttpOptions, ct: CancellationToken) -> anyh
 /// Serves until Ctrl-C or SIGTERM.
 pub async fn serve(config: Config, options: HttpOptions) -> anyhow::Result<()> {
     let ct = CancellationToken::new();
-    let router = app(config, &options, ct.clone())?;
+    let shared = IngeroMcp::shared(config)?;
+    let router = app_with(Arc::clone(&shared), &options, ct.clone())?;
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
     let local = listener.local_addr()?;
     // One stable line for scripts (the port is known only now when 0 was asked).
@@ -324,10 +329,13 @@ pub async fn serve(config: Config, options: HttpOptions) -> anyhow::Result<()> {
         stop.cancel();
     })
     .await;
+    super::finish_captures(&shared).await;
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Waits for SIGINT, SIGTERM or SIGHUP (Ctrl-C, `timeout`, `docker stop`,
+/// systemd, a closed terminal).
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         let mut term =
@@ -338,9 +346,17 @@ async fn shutdown_signal() {
                     return;
                 }
             };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+        let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
+        match hup {
+            Ok(mut hup) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+                _ = hup.recv() => {}
+            },
+            Err(_) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            },
         }
     }
     #[cfg(not(unix))]

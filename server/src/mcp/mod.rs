@@ -49,3 +49,16 @@ pub struct Config {
     /// Limits for `run_sql`.
     pub sql_limits: SqlLimits,
 }
+
+/// Finalises every capture the server started (the way `stop_trace` does)
+/// before it exits, however the session ended: a stdio client's EOF, a
+/// signal, the HTTP server's shutdown. Says on stderr which it stopped.
+pub(crate) async fn finish_captures(shared: &std::sync::Arc<server::Shared>) {
+    let shared = std::sync::Arc::clone(shared);
+    let stopped = tokio::task::spawn_blocking(move || shared.capture.stop_all())
+        .await
+        .unwrap_or_default();
+    for name in stopped {
+        eprintln!("ingero mcp: stopped and finalised the capture {name} before exiting");
+    }
+}

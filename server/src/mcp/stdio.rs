@@ -11,6 +11,7 @@ use super::server::IngeroMcp;
 use super::Config;
 use rmcp::ServiceExt;
 use serde_json::Value;
+use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -36,10 +37,20 @@ where
     let writer = tokio::spawn(write_lines(lines_rx, output));
     let relay = tokio::spawn(relay_rmcp(from_rmcp, lines_tx.clone()));
     let reader = tokio::spawn(read_client(input, to_rmcp, lines_tx));
-    let running = IngeroMcp::new(shared).serve((rmcp_in, rmcp_out)).await?;
+    let running = IngeroMcp::new(Arc::clone(&shared))
+        .serve((rmcp_in, rmcp_out))
+        .await?;
     tracing::info!("serving MCP on stdio");
+    // A signal ends the session as the client's EOF does.
+    let cancel = running.cancellation_token();
+    let signals = tokio::spawn(async move {
+        super::http::shutdown_signal().await;
+        cancel.cancel();
+    });
     let reason = running.waiting().await?;
+    signals.abort();
     tracing::info!(?reason, "stdio session ended");
+    super::finish_captures(&shared).await;
     reader.abort();
     // rmcp's pipe is closed now: the relay ends, then the writer drains.
     let _ = relay.await;

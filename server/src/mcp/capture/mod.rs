@@ -278,6 +278,24 @@ impl Capture {
         Ok(self.report(&entries, at))
     }
 
+    /// Stops every running capture the way `stop_trace` does (probes
+    /// detached, last batch written, stop time set, WAL checkpointed): the
+    /// server calls it before it exits, whatever ended it. Returns the
+    /// databases it finalised.
+    pub fn stop_all(&self) -> Vec<String> {
+        let Ok(mut entries) = self.entries.lock() else {
+            return Vec::new();
+        };
+        let mut stopped = Vec::new();
+        for e in entries.iter_mut() {
+            if matches!(e.phase, Phase::Running(_)) {
+                self.finish(e);
+                stopped.push(e.name.clone());
+            }
+        }
+        stopped
+    }
+
     /// The running captures' targets and database names.
     pub fn running_targets(&self) -> Vec<(Target, String)> {
         let Ok(mut entries) = self.lock() else {

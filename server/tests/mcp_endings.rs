@@ -1,0 +1,177 @@
+//! As root, end to end: a capture started with the MCP `start_trace` tool
+//! is finalised however the server ends: the stdio client closing its pipe
+//! (the usual way an assistant ends a session), SIGTERM, SIGHUP, SIGINT.
+//! The database then has its stop time, no WAL left over, and the CUDA
+//! calls of the stand-in job. Plain JSON-RPC lines over stdio, as any client
+//! sends them.
+
+mod common;
+
+use common::build_standins;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn can_trace() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false);
+    if root {
+        return true;
+    }
+    if std::env::var("INGERO_EBPF_TESTS").as_deref() == Ok("require") {
+        panic!("this test needs root and INGERO_EBPF_TESTS=require is set");
+    }
+    eprintln!("skipping: needs root");
+    false
+}
+
+/// The stand-in job, libraries loaded, held until a line on its stdin.
+fn job(workload: &Path) -> Child {
+    let lib_dir = workload.parent().expect("lib dir");
+    let child = Command::new(workload)
+        .env("INGERO_STANDIN_US", "100")
+        .arg("--stdin")
+        .arg("--lib-dir")
+        .arg(lib_dir)
+        .args(["--iters", "100000000"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the stand-in job");
+    let maps = format!("/proc/{}/maps", child.id());
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains("libcuda.so.1")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the job never loaded libcuda.so.1"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn send(to: &mut ChildStdin, line: &str) {
+    writeln!(to, "{line}").expect("write to the server");
+    to.flush().expect("flush");
+}
+
+fn answer(from: &mut BufReader<ChildStdout>) -> serde_json::Value {
+    let mut line = String::new();
+    from.read_line(&mut line).expect("read the server's answer");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// Starts `ingero mcp --allow-capture`, a capture of `pid` into
+/// `dir/name`, and returns the server with its pipes.
+fn server_capturing(
+    dir: &Path,
+    pid: u32,
+    name: &str,
+) -> (Child, ChildStdin, BufReader<ChildStdout>) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_ingero"))
+        .args(["mcp", "--allow-capture", "--allow-dir"])
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start ingero mcp");
+    let mut to = server.stdin.take().expect("stdin");
+    let mut from = BufReader::new(server.stdout.take().expect("stdout"));
+    send(
+        &mut to,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"endings-test","version":"1"}}}"#,
+    );
+    assert!(answer(&mut from)["result"].is_object(), "initialize");
+    send(
+        &mut to,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    send(
+        &mut to,
+        &serde_json::json!({
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "start_trace", "arguments": {"pid": pid, "duration": "5m", "output": name}}
+        })
+        .to_string(),
+    );
+    let started = answer(&mut from);
+    assert_eq!(
+        started["result"]["isError"],
+        serde_json::Value::Bool(false),
+        "start_trace: {started}"
+    );
+    (server, to, from)
+}
+
+fn wait_exit(server: &mut Child) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = server.try_wait().expect("wait") {
+            return status;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = server.kill();
+            panic!("the server did not exit within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn every_ending_of_the_server_finalises_its_capture() {
+    if !can_trace() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let workload = build_standins(&dir.path().join("standin"));
+    for ending in ["eof", "TERM", "HUP", "INT"] {
+        let mut job = job(&workload);
+        let name = format!("ended-by-{ending}.db");
+        let (mut server, mut to, from) = server_capturing(dir.path(), job.id(), &name);
+        // The job starts its loop; the capture records it for a while.
+        let mut job_in = job.stdin.take().expect("job stdin");
+        writeln!(job_in, "go").expect("start the job");
+        std::thread::sleep(Duration::from_millis(2000));
+        if ending == "eof" {
+            drop(to);
+        } else {
+            let sent = Command::new("kill")
+                .args([format!("-{ending}"), server.id().to_string()])
+                .status()
+                .expect("kill");
+            assert!(sent.success());
+            to.flush().ok();
+        }
+        let status = wait_exit(&mut server);
+        drop(from);
+        let _ = job.kill();
+        let _ = job.wait();
+        assert!(status.success(), "{ending}: the server exited {status:?}");
+        let db = dir.path().join(&name);
+        let wal = dir.path().join(format!("{name}-wal"));
+        assert!(
+            std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) == 0,
+            "{ending}: WAL left behind"
+        );
+        let conn =
+            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open the capture");
+        let (stopped, calls): (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT MAX(stopped_ns) FROM sessions), \
+                 (SELECT COALESCE(SUM(count), 0) FROM aggregates WHERE source = 1)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("sql");
+        assert!(stopped > 0, "{ending}: no stop time");
+        assert!(calls > 0, "{ending}: no CUDA call in the file");
+    }
+}
