@@ -37,8 +37,24 @@ enum Command {
     Merge(cli::merge::Args),
 }
 
+/// Commands that print to stdout and hold nothing to finalise end quietly
+/// when the reader goes away (`ingero query ... | head`), as other Unix
+/// tools do, instead of panicking on the broken pipe. `trace` and `mcp`
+/// keep the broken pipe an error they handle: they have captures to finalise.
+fn quiet_on_broken_pipe(command: &Command) {
+    if matches!(command, Command::Trace(_) | Command::Mcp(_)) {
+        return;
+    }
+    // SAFETY: restoring the default disposition of SIGPIPE before any other
+    // thread exists; no handler is involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    quiet_on_broken_pipe(&cli.command);
     let result = match cli.command {
         Command::Explain(args) => cli::explain::run(args),
         Command::Query(args) => cli::query::run(args),
