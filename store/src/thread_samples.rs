@@ -90,7 +90,8 @@ impl TraceDb {
             let kind = StackKind::from_id(r.get(1).map_err(|e| self.classify(e))?);
             let off: i64 = r.get::<_, Option<i64>>(2).ok().flatten().unwrap_or(0);
             let Some(kind) = kind else { continue };
-            let reaches = ts >= lo || (kind == StackKind::OffCpu && (off < 0 || ts + off > lo));
+            let reaches =
+                ts >= lo || (kind == StackKind::OffCpu && (off < 0 || ts.saturating_add(off) > lo));
             if !reaches {
                 continue;
             }

@@ -46,7 +46,7 @@ impl<'a> Samples<'a> {
         let on_cpu = pick(StackKind::OnCpu);
         let mut gaps: Vec<i64> = on_cpu
             .windows(2)
-            .map(|w| w[1].ts_ns - w[0].ts_ns)
+            .map(|w| w[1].ts_ns.saturating_sub(w[0].ts_ns))
             .filter(|g| *g > 0 && *g < 50_000_000)
             .collect();
         gaps.sort_unstable();
@@ -94,7 +94,7 @@ impl<'a> Samples<'a> {
             .iter()
             .rev()
             .take(4)
-            .find(|s| s.off_cpu_ns < 0 || s.ts_ns + s.off_cpu_ns >= t)
+            .find(|s| s.off_cpu_ns < 0 || s.ts_ns.saturating_add(s.off_cpu_ns) >= t)
             .copied()
     }
 
@@ -106,13 +106,13 @@ impl<'a> Samples<'a> {
             let end = if s.off_cpu_ns < 0 {
                 b
             } else {
-                s.ts_ns + s.off_cpu_ns
+                s.ts_ns.saturating_add(s.off_cpu_ns)
             };
-            let o = end.min(b) - s.ts_ns.max(a);
+            let o = end.min(b).saturating_sub(s.ts_ns.max(a));
             if o > 0 {
                 out.push((*s, o));
             }
-            if end <= a && s.ts_ns + 1_000_000_000 < a {
+            if end <= a && s.ts_ns.saturating_add(1_000_000_000) < a {
                 break;
             }
         }
@@ -122,14 +122,14 @@ impl<'a> Samples<'a> {
     /// The Python sample nearest `t` within `[a - PAIR_NS, b + PAIR_NS]`,
     /// preferring one inside `[a, b)`.
     fn python_near(&self, t: i64, a: i64, b: i64) -> Option<&'a ThreadSample> {
-        let (lo, hi) = (a - PAIR_NS, b + PAIR_NS);
+        let (lo, hi) = (a.saturating_sub(PAIR_NS), b.saturating_add(PAIR_NS));
         let i = self.python.partition_point(|s| s.ts_ns < t);
-        let mut best: Option<(bool, i64, &ThreadSample)> = None;
+        let mut best: Option<(bool, u64, &ThreadSample)> = None;
         for s in self.python[i.saturating_sub(3)..(i + 3).min(self.python.len())].iter() {
             if s.ts_ns < lo || s.ts_ns > hi {
                 continue;
             }
-            let key = (!(s.ts_ns >= a && s.ts_ns < b), (s.ts_ns - t).abs());
+            let key = (!(s.ts_ns >= a && s.ts_ns < b), s.ts_ns.abs_diff(t));
             if best.is_none_or(|(x, y, _)| key < (x, y)) {
                 best = Some((key.0, key.1, s));
             }
@@ -160,14 +160,14 @@ pub fn by_slot(
     let mut out: Vec<SlotCode> = vec![SlotCode::default(); STATES];
     for (i, idle) in per_segment {
         let seg = &segments[*i];
-        let len = (seg.end - seg.start).max(1) as f64;
+        let len = seg.end.saturating_sub(seg.start).max(1) as f64;
         for (slot, amount) in idle.iter().enumerate() {
             if *amount <= 0.0 {
                 continue;
             }
             let acc = &mut out[slot];
             if is_off(slot) {
-                let mid = seg.start + (seg.end - seg.start) / 2;
+                let mid = seg.start + seg.end.saturating_sub(seg.start) / 2;
                 let path = match samples.off_cpu_at(mid) {
                     Some(off) => {
                         let py = samples.python_near(mid, seg.start, seg.end);

@@ -94,13 +94,15 @@ impl ThreadFacts<'_> {
     /// (Blocked stretches stay in the burst: a thread blocked inside a
     /// synchronisation is waiting for the GPU, which the mix already says.)
     fn burst(&self, a: i64, z: i64, mix: [f64; STATES], out: &mut Vec<Segment>) {
-        let first = self.switches.partition_point(|h| h.ts_ns + h.dur_ns <= a);
+        let first = self
+            .switches
+            .partition_point(|h| h.ts_ns.saturating_add(h.dur_ns) <= a);
         let mut cursor = a;
         for h in self.switches[first..].iter().take_while(|h| h.ts_ns < z) {
             if h.arg != 1 {
                 continue;
             }
-            let (oa, ob) = (h.ts_ns.max(cursor), (h.ts_ns + h.dur_ns).min(z));
+            let (oa, ob) = (h.ts_ns.max(cursor), h.ts_ns.saturating_add(h.dur_ns).min(z));
             if ob <= oa {
                 continue;
             }
