@@ -100,7 +100,9 @@ fn a_helper_process_per_step_is_named_by_its_code_not_by_a_known_mechanism() {
     // SQL finds in the GPU thread's switch-out stacks in the kernel's wait.
     let explained = top["explained_ns"].as_f64().expect("explained");
     assert!(
-        (explained - waited_ns).abs() < 0.15 * waited_ns,
+        // Within a quarter: a loaded machine can turn some of the wait
+        // into run-queue time (preempted), which is another part.
+        (explained - waited_ns).abs() < 0.25 * waited_ns,
         "explained {explained} ns, the workload waited {waited_ns} ns"
     );
     let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_ONLY).expect("open");
