@@ -284,3 +284,20 @@ fn sigterm_and_sighup_finalise_the_capture_like_ctrl_c() {
         assert!(!text.contains("has no stop time"), "{signal}: {text}");
     }
 }
+
+#[test]
+fn a_trace_with_nothing_to_trace_is_bad_input() {
+    for args in [
+        vec!["trace"],
+        vec!["trace", "--cmd", "   "],
+        vec!["trace", "--cmd", "python 'oops"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
+            .args(&args)
+            .output()
+            .expect("run ingero trace");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("ingero: "), "{args:?}: {stderr}");
+    }
+}

@@ -9,6 +9,7 @@
 
 mod live_log;
 
+use crate::exit::BadArgument;
 use anyhow::Context;
 use ingero_probes::config::parse_ring_size;
 use ingero_probes::{render, start, CaptureConfig, Target};
@@ -128,7 +129,7 @@ fn split_command(line: &str) -> anyhow::Result<Vec<String>> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(x) => cur.push(x),
-                        None => anyhow::bail!("unterminated ' in --cmd"),
+                        None => return Err(BadArgument("unterminated ' in --cmd".into()).into()),
                     }
                 }
             }
@@ -139,10 +140,12 @@ fn split_command(line: &str) -> anyhow::Result<Vec<String>> {
                         Some('"') => break,
                         Some('\\') => match chars.next() {
                             Some(x) => cur.push(x),
-                            None => anyhow::bail!("unterminated \" in --cmd"),
+                            None => {
+                                return Err(BadArgument("unterminated \" in --cmd".into()).into())
+                            }
                         },
                         Some(x) => cur.push(x),
-                        None => anyhow::bail!("unterminated \" in --cmd"),
+                        None => return Err(BadArgument("unterminated \" in --cmd".into()).into()),
                     }
                 }
             }
@@ -176,7 +179,9 @@ fn target(args: &Args) -> anyhow::Result<Target> {
     }
     if let Some(cmd) = &args.cmd {
         let argv = split_command(cmd)?;
-        anyhow::ensure!(!argv.is_empty(), "--cmd is empty: give the program to run");
+        if argv.is_empty() {
+            return Err(BadArgument("--cmd is empty: give the program to run".into()).into());
+        }
         return Ok(Target::Command(argv));
     }
     if !args.command.is_empty() {
@@ -185,7 +190,10 @@ fn target(args: &Args) -> anyhow::Result<Target> {
     if args.all {
         return Ok(Target::AllProcesses);
     }
-    anyhow::bail!("say what to trace: --pid PID, --cmd \"COMMAND\", -- COMMAND..., or --all")
+    Err(BadArgument(
+        "say what to trace: --pid PID, --cmd \"COMMAND\", -- COMMAND..., or --all".into(),
+    )
+    .into())
 }
 
 /// Runs the capture until it ends, showing the live table, then prints the summary.
