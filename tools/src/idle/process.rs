@@ -88,13 +88,16 @@ impl<'a> ProcessSpans<'a> {
 fn lifetime(ds: &Dataset, pid: i32, last_call_end: Option<i64>) -> (i64, i64) {
     let win = (ds.window.lo_ns, ds.window.hi_ns);
     let proc_info = ds.processes.get(&pid);
+    // Held inside the window whatever the file says (a crafted or broken
+    // first-seen time must not put the lifetime's start after its end).
     let lo = proc_info
         .map_or(win.0, |p| p.first_seen_ns)
         .max(win.0)
-        .max(ds.span.start_ns);
+        .max(ds.span.start_ns)
+        .min(win.1);
     let hi = proc_info
         .map_or(win.1, |p| p.last_seen_ns.max(p.first_seen_ns))
         .min(win.1)
         .max(last_call_end.unwrap_or(lo).min(win.1));
-    (lo, hi.max(lo + 1))
+    (lo, hi.max(lo.saturating_add(1)))
 }
