@@ -370,14 +370,14 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     let per_step = per_step::of(ds, pid, (p.first_call, p.last_call_end), step_period_ns);
     let segments = facts.segments();
     let loop_span = (p.first_call, p.last_call_end);
-    let causes = split::causes(&segments, &busy.pieces, host_wait);
+    // Shared out once: the split sums it, the code attribution reads it
+    // segment by segment.
+    let per_segment = states::attribute_by_segment(&segments, &busy.pieces);
+    let causes = split::causes_of(&states::total(&per_segment), host_wait);
     let code = match ds.thread_samples.get(&(pid, gpu_thread)) {
-        Some(samples) => crate::code::attribute(
-            &segments,
-            &states::attribute_by_segment(&segments, &busy.pieces),
-            &causes.by_slot(),
-            samples,
-        ),
+        Some(samples) => {
+            crate::code::attribute(&segments, &per_segment, &causes.by_slot(), samples)
+        }
         None => Vec::new(),
     };
     split::switch_notes(ds, pid, &facts, &mut basis);

@@ -3,7 +3,7 @@
 //! pieces of the busy figure ([`super::measure`]).
 
 use super::process::ProcessSpans;
-use super::states::{attribute, Segment};
+use super::states::{attribute, Segment, STATES};
 use super::timeline::ThreadFacts;
 use super::{HostWaitCauses, STORM_RATE};
 use crate::activity::ActivityOrigin;
@@ -75,7 +75,12 @@ fn storm_buckets(ds: &Dataset, pid: i32) -> Vec<i64> {
 /// Shares the idle pieces among the thread's states, so that the parts add
 /// up to `host_wait` exactly.
 pub fn causes(segments: &[Segment], pieces: &[(i64, i64, f64)], host_wait: i64) -> HostWaitCauses {
-    let mut causes = HostWaitCauses::from_shares(&attribute(segments, pieces));
+    causes_of(&attribute(segments, pieces), host_wait)
+}
+
+/// [`causes`] from idle ns per state slot already shared out.
+pub fn causes_of(shares: &[f64; STATES], host_wait: i64) -> HostWaitCauses {
+    let mut causes = HostWaitCauses::from_shares(shares);
     // Calls counted but not placed ran while the thread was on the CPU:
     // their time leaves the on-CPU parts first.
     let mut surplus = causes.sum() - host_wait;

@@ -86,8 +86,13 @@ impl Segment {
 /// Shares `pieces` (start, end, idle ns in that stretch) among the states of
 /// time-ordered, disjoint `segments`; returns ns per state slot.
 pub fn attribute(segments: &[Segment], pieces: &[(i64, i64, f64)]) -> [f64; STATES] {
+    total(&attribute_by_segment(segments, pieces))
+}
+
+/// Ns per state slot over every segment of an [`attribute_by_segment`] answer.
+pub fn total(per_segment: &[(usize, [f64; STATES])]) -> [f64; STATES] {
     let mut out = [0.0; STATES];
-    for (_, per_state) in attribute_by_segment(segments, pieces) {
+    for (_, per_state) in per_segment {
         for (o, v) in out.iter_mut().zip(per_state) {
             *o += v;
         }
