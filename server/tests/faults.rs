@@ -190,8 +190,17 @@ fn a_killed_capture_is_explained_as_unfinished() {
     trace.kill().expect("SIGKILL the capture");
     let _ = trace.wait();
     // The launched workload outlives the capture: end it.
+    kill_targets(&db);
+    let text = explain_text(&db);
+    assert!(text.contains("Session 1 has no stop time"), "{text}");
+    assert!(text.contains("cudaLaunchKernel"), "{text}");
+}
+
+/// Ends the processes a capture launched (its session's target pids): the
+/// workload outlives a capture that did not end it.
+fn kill_targets(db: &Path) {
     let conn =
-        rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("open");
     let targets: String = conn
         .query_row("SELECT target_pids FROM sessions", [], |r| r.get(0))
@@ -204,9 +213,6 @@ fn a_killed_capture_is_explained_as_unfinished() {
     {
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     }
-    let text = explain_text(&db);
-    assert!(text.contains("Session 1 has no stop time"), "{text}");
-    assert!(text.contains("cudaLaunchKernel"), "{text}");
 }
 
 /// `ingero trace` of the stand-in workload, ended after two seconds by
@@ -237,20 +243,7 @@ fn trace_ended_by(signal: &str, dir: &Path) -> (std::path::PathBuf, std::process
         .expect("kill");
     assert!(sent.success(), "kill -{signal}");
     let status = trace.wait().expect("wait");
-    let conn =
-        rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open");
-    let targets: String = conn
-        .query_row("SELECT target_pids FROM sessions", [], |r| r.get(0))
-        .expect("session row");
-    drop(conn);
-    for pid in targets
-        .trim_matches(['[', ']'])
-        .split(',')
-        .filter_map(|p| p.trim().parse::<i32>().ok())
-    {
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    }
+    kill_targets(&db);
     (db, status)
 }
 
@@ -262,24 +255,7 @@ fn sigterm_and_sighup_finalise_the_capture_like_ctrl_c() {
         assert!(status.success(), "{signal}: ingero trace exited {status:?}");
         // Finalised: a stop time, the WAL checkpointed into the file, and
         // the CUDA calls of the capture in it.
-        let wal = std::path::PathBuf::from(format!("{}-wal", db.display()));
-        assert!(
-            !wal.exists() || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) == 0,
-            "{signal}: WAL left behind"
-        );
-        let conn =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .expect("open");
-        let (stopped, calls): (i64, i64) = conn
-            .query_row(
-                "SELECT (SELECT MAX(stopped_ns) FROM sessions), \
-                 (SELECT COALESCE(SUM(count), 0) FROM aggregates WHERE source = 1)",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .expect("sql");
-        assert!(stopped > 0, "{signal}: no stop time");
-        assert!(calls > 0, "{signal}: no CUDA call counted");
+        common::assert_finalised(&db, signal);
         let text = explain_text(&db);
         assert!(!text.contains("has no stop time"), "{signal}: {text}");
     }

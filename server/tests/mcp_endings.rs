@@ -7,28 +7,11 @@
 
 mod common;
 
-use common::build_standins;
+use common::{build_standins, can_trace};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn can_trace() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false);
-    if root {
-        return true;
-    }
-    if std::env::var("INGERO_EBPF_TESTS").as_deref() == Ok("require") {
-        panic!("this test needs root and INGERO_EBPF_TESTS=require is set");
-    }
-    eprintln!("skipping: needs root");
-    false
-}
 
 /// The stand-in job, libraries loaded, held until a line on its stdin.
 fn job(workload: &Path) -> Child {
@@ -154,24 +137,6 @@ fn every_ending_of_the_server_finalises_its_capture() {
         let _ = job.kill();
         let _ = job.wait();
         assert!(status.success(), "{ending}: the server exited {status:?}");
-        let db = dir.path().join(&name);
-        let wal = dir.path().join(format!("{name}-wal"));
-        assert!(
-            std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) == 0,
-            "{ending}: WAL left behind"
-        );
-        let conn =
-            rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .expect("open the capture");
-        let (stopped, calls): (i64, i64) = conn
-            .query_row(
-                "SELECT (SELECT MAX(stopped_ns) FROM sessions), \
-                 (SELECT COALESCE(SUM(count), 0) FROM aggregates WHERE source = 1)",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .expect("sql");
-        assert!(stopped > 0, "{ending}: no stop time");
-        assert!(calls > 0, "{ending}: no CUDA call in the file");
+        common::assert_finalised(&dir.path().join(&name), ending);
     }
 }

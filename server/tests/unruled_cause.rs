@@ -9,27 +9,10 @@
 
 mod common;
 
-use common::build_standins;
+use common::{build_standins, can_trace};
 use rusqlite::{params, Connection, OpenFlags};
 use std::path::Path;
 use std::process::Command;
-
-fn can_trace() -> bool {
-    let root = std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false);
-    if root {
-        return true;
-    }
-    if std::env::var("INGERO_EBPF_TESTS").as_deref() == Ok("require") {
-        panic!("this test needs root and INGERO_EBPF_TESTS=require is set");
-    }
-    eprintln!("skipping: needs root");
-    false
-}
 
 #[test]
 fn a_helper_process_per_step_is_named_by_its_code_not_by_a_known_mechanism() {
