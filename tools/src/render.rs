@@ -135,6 +135,11 @@ pub fn idle_text(list: &[crate::idle::ProcessIdle]) -> String {
         }
         let _ = writeln!(
             s,
+            "      in the loop (first to last CUDA call): {} idle, the whole the findings' shares are of",
+            ns(p.loop_idle_ns())
+        );
+        let _ = writeln!(
+            s,
             "      gaps >= 500 ms: {} ({}, {}); chunks under 50% busy: {}/{}; launches {} ({:.1}/s, {}, {} per sync); graph launches {}; syncs {}; sync copies {}; pageable async copies {}",
             p.long_gaps,
             ns(p.long_gaps_ns),

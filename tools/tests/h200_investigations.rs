@@ -75,7 +75,19 @@ fn seed_benchmark_on_h200_is_input_pipeline_bound() {
 #[test]
 fn pageable_copies_are_told_apart_from_pinned_ones() {
     let r = report("pageable-vs-pinned-h200.db");
-    let top = &r.chains.chains[0];
+    // The loop's largest idle part is the script's two 1.0 s sleeps
+    // between its phases (pageable_pinned.py): the thread blocked, with no
+    // stacks in this older capture, so it leads as a finding of the state
+    // alone, ranked by its time.
+    let first = &r.chains.chains[0];
+    assert_eq!(first.cause, Cause::IdleCode, "{}", first.summary);
+    assert_eq!(first.part.as_deref(), Some("off_cpu_blocked"));
+    assert!(
+        (2_000_000_000..2_100_000_000).contains(&first.explained_ns),
+        "{}",
+        first.summary
+    );
+    let top = next_mechanism(&r);
     assert_eq!(top.cause, Cause::PageableMemcpy, "{}", top.summary);
     let ev = |label: &str| {
         top.evidence
@@ -94,7 +106,13 @@ fn pageable_copies_are_told_apart_from_pinned_ones() {
 fn launch_storm_under_busy_loops_is_cpu_contention() {
     let name = "launch-storm-cpu-contention-h200.db";
     let r = report(name);
-    let top = &r.chains.chains[0];
+    // The script's one 0.5 s pause (launch_storm.py) is the loop's largest
+    // idle part: a finding of the blocked state, with no stacks to name it.
+    let first = &r.chains.chains[0];
+    assert_eq!(first.cause, Cause::IdleCode, "{}", first.summary);
+    assert_eq!(first.part.as_deref(), Some("off_cpu_blocked"));
+    assert!(first.explained_ns >= 500_000_000, "{}", first.summary);
+    let top = next_mechanism(&r);
     assert_eq!(top.cause, Cause::CpuContention, "{}", top.summary);
     let children = sql(
         name,
@@ -116,4 +134,14 @@ fn launch_storm_under_busy_loops_is_cpu_contention() {
          WHERE a.source = 1 AND o.name = 'cudaLaunchKernel'",
     );
     assert_eq!(idle.launches.launches, runtime_launches);
+}
+
+/// The first finding that names a mechanism (not idle time read from the
+/// thread's state or code alone).
+fn next_mechanism(r: &Report) -> &ingero_tools::chains::CausalChain {
+    r.chains
+        .chains
+        .iter()
+        .find(|c| c.cause != Cause::IdleCode)
+        .expect("a mechanism")
 }

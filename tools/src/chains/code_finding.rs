@@ -7,7 +7,9 @@
 //! preempted, inside a class of CUDA call) and the code that stretch was
 //! spent in, with the share of the part each piece of code explains. It
 //! names no mechanism the evidence does not show; it says what the stacks
-//! show and what would tell more. Start-up (before the first CUDA call) and
+//! show and what would tell more. A part with no stack inside it still
+//! becomes a finding, of the thread's state alone, saying what would name
+//! the code. Start-up (before the first CUDA call) and
 //! shutdown (after the last) are described in the idle breakdown, not
 //! raised as findings about the loop.
 
@@ -47,9 +49,8 @@ const NAMED: usize = 3;
 /// the code attribution of the main process's GPU thread. Takes what it
 /// explains from `pool`.
 pub fn detect(ctx: &Context, idle: &ProcessIdle, pool: &mut [i64]) -> Vec<CausalChain> {
-    let whole = idle.host_wait_ns.max(0);
-    let c = &idle.causes;
-    let loop_idle = (whole - c.before_first_call_ns - c.after_last_call_ns).max(0);
+    let loop_idle = idle.loop_idle_ns();
+    let whole = loop_idle;
     if loop_idle <= 0 {
         return Vec::new();
     }
@@ -62,14 +63,15 @@ pub fn detect(ctx: &Context, idle: &ProcessIdle, pool: &mut [i64]) -> Vec<Causal
         if left < MIN_NS || (left as f64) < MIN_SHARE * loop_idle as f64 {
             continue;
         }
-        let Some(part) = idle.code.iter().find(|p| p.key == *key) else {
-            continue;
-        };
-        if part.code.is_empty() || part.coverage <= 0.0 {
-            continue;
-        }
         pool[slot] = 0;
-        out.push(finding(ctx, idle, part, left, whole, loop_idle));
+        match idle
+            .code
+            .iter()
+            .find(|p| p.key == *key && !p.code.is_empty() && p.coverage > 0.0)
+        {
+            Some(part) => out.push(finding(ctx, idle, part, left, whole, loop_idle)),
+            None => out.push(state_only(ctx, idle, key, left, loop_idle)),
+        }
     }
     out
 }
@@ -132,6 +134,88 @@ fn next_step(key: &str, top: &CodeShare) -> String {
     }
 }
 
+/// A finding for a part no stack falls in: the state, its time, and what
+/// to record to see the code.
+fn state_only(
+    ctx: &Context,
+    idle: &ProcessIdle,
+    key: &str,
+    left: i64,
+    loop_idle: i64,
+) -> CausalChain {
+    let words = state_words(key);
+    let share = left as f64 / loop_idle.max(1) as f64;
+    let stacks_recorded = !ctx.ds.waits.is_empty() || !ctx.ds.thread_samples.is_empty();
+    let why = if stacks_recorded {
+        "this capture has stacks, but none fell inside this part of the GPU thread's time"
+    } else {
+        "this capture has no stacks (recorded with stacks off, or by a recorder without them)"
+    };
+    let part_label = idle
+        .causes
+        .labelled()
+        .iter()
+        .zip(PART_KEYS)
+        .find(|(_, k)| *k == key)
+        .map_or(key.to_string(), |((l, _), _)| (*l).to_string());
+    CausalChain {
+        id: String::new(),
+        cause: Cause::IdleCode,
+        severity: Severity::Low,
+        score: 0.0,
+        explained_ns: left,
+        explained_share: share,
+        summary: format!(
+            "GPU idle {} ({} of the loop's idle time) while GPU thread {} was {}; no stack shows the code",
+            format::ns(left),
+            format::pct(share),
+            idle.gpu_thread,
+            words
+        ),
+        root_cause: format!(
+            "No mechanism's evidence covers this time, and no code can be named: {why}. The idle \
+             split measures the state ({part_label}) from the thread's context switches and CUDA \
+             calls; which function the thread was in is unknown."
+        ),
+        steps: vec![
+            ChainStep {
+                layer: "HOST".to_string(),
+                detail: format!("GPU thread {} {} for {}", idle.gpu_thread, words, format::ns(left)),
+            },
+            ChainStep {
+                layer: "GPU".to_string(),
+                detail: format!(
+                    "idle {} of the {} the loop left it idle",
+                    format::ns(left),
+                    format::ns(loop_idle)
+                ),
+            },
+        ],
+        evidence: vec![Evidence::new(
+            "unclaimed_time",
+            left as f64,
+            "ns",
+            "idle split less other findings",
+        )],
+        affected_ops: Vec::new(),
+        victim_pid: ctx.main,
+        culprit_pids: Vec::new(),
+        start_offset_s: ((idle_start(ctx, idle) - ctx.ds.span.start_ns) as f64 / 1e9).max(0.0),
+        end_offset_s: ((idle_end(ctx, idle) - ctx.ds.span.start_ns) as f64 / 1e9).max(0.0),
+        fix: format!(
+            "Record the job again with stacks (ingero trace records them by default: leave \
+             --stack-hz above 0 and --no-offcpu-stacks unset; `ingero check` says whether stacks \
+             can be captured here) so the off-CPU stacks and on-CPU samples of the GPU thread name \
+             the code; get_stacks for the GPU thread then shows it. Meanwhile get_events around the longest gaps shows which CUDA \
+             calls bracket the {} of {}.",
+            format::ns(left),
+            part_label
+        ),
+        code: Vec::new(),
+        part: Some(key.to_string()),
+    }
+}
+
 fn finding(
     ctx: &Context,
     idle: &ProcessIdle,
@@ -148,7 +232,7 @@ fn finding(
         .map(|c| format!("{} in {}", format::pct(c.share_of_part), c.text))
         .collect();
     let summary = format!(
-        "GPU idle {} ({} of the idle time) while GPU thread {} was {}: {} in {}",
+        "GPU idle {} ({} of the loop's idle time) while GPU thread {} was {}: {} in {}",
         format::ns(left),
         format::pct(left as f64 / whole.max(1) as f64),
         idle.gpu_thread,

@@ -94,10 +94,16 @@ fn cap(c: &CausalChain) -> Option<i64> {
 
 /// Sets `explained_ns`/`explained_share` of every chain from the idle
 /// breakdown of `idle` (the main process) and returns what no chain took,
-/// by part (the slots of [`HostWaitCauses::labelled`]).
+/// by part (the slots of [`HostWaitCauses::labelled`]). Shares are of the
+/// loop's idle time ([`ProcessIdle::loop_idle_ns`]): no mechanism claims
+/// start-up or the tail after the last call.
 pub fn claim(chains: &mut [CausalChain], idle: &ProcessIdle) -> Vec<i64> {
-    let whole = idle.host_wait_ns.max(0);
+    let whole = idle.loop_idle_ns();
     let mut pool: Vec<i64> = idle.causes.labelled().iter().map(|(_, v)| *v).collect();
+    // Start-up and the tail lie outside the loop: reported beside it.
+    pool[0] = 0;
+    let last = pool.len() - 1;
+    pool[last] = 0;
     // Mechanisms with one dedicated part first (a page-allocation storm owns
     // the on-CPU time during storms before a general on-CPU finding takes
     // it), then larger claims first: what each could take from the pool.
@@ -163,14 +169,17 @@ pub fn rank(chains: &mut [CausalChain], idle: &ProcessIdle) {
     });
 }
 
-/// Ranking tier: a finding that explains at least 40% of the idle time
-/// leads even a GPU-bound verdict (the idle time left is mostly its); a
+/// Ranking tier: a finding that explains at least 40% of all the GPU's
+/// idle time (start-up included) leads even a GPU-bound verdict (the idle
+/// time left is mostly its), unless it names no code to act on; a
 /// GPU-bound verdict of a GPU busier than idle comes next; every other
 /// finding after, by the idle time it explains.
 fn tier(c: &CausalChain, idle: &ProcessIdle) -> u8 {
     if c.cause == Cause::GpuBound {
         u8::from(busier_than_idle(idle))
-    } else if c.explained_share >= 0.4 {
+    } else if c.explained_ns as f64 >= 0.4 * idle.host_wait_ns.max(1) as f64
+        && !(c.cause == Cause::IdleCode && c.code.is_empty())
+    {
         2
     } else {
         0
@@ -184,11 +193,12 @@ pub fn unexplained_note(
     pool: &[i64],
     idle: &ProcessIdle,
 ) -> Option<String> {
-    let whole = idle.host_wait_ns.max(0);
+    let whole = idle.loop_idle_ns();
     let explained: i64 = chains.iter().map(|c| c.explained_ns).sum();
     let rest = (whole - explained).max(0);
+    let outside = outside_loop(idle);
     if whole <= 0 || rest == 0 {
-        return None;
+        return outside.map(|o| format!("Outside the loop, {o}."));
     }
     let labels = HostWaitCauses::default().labelled();
     let mut parts: Vec<(usize, i64)> = pool
@@ -204,13 +214,36 @@ pub fn unexplained_note(
         .map(|&(s, v)| format!("{} {}", labels[s].0, format::ns(v)))
         .collect();
     Some(format!(
-        "{} of the {} of GPU idle time of pid {} ({}) is explained by no finding: {}.",
+        "{} of the {} of GPU idle time in the loop of pid {} (first to last CUDA call; {}) is \
+         explained by no finding: {}.{}",
         format::ns(rest),
         format::ns(whole),
         idle.pid,
         format::pct(rest as f64 / whole as f64),
-        listed.join(", ")
+        listed.join(", "),
+        outside
+            .map(|o| format!(" Outside the loop, not counted in the shares: {o}."))
+            .unwrap_or_default()
     ))
+}
+
+/// Start-up and tail idle time in words, when there is any.
+fn outside_loop(idle: &ProcessIdle) -> Option<String> {
+    let c = &idle.causes;
+    let mut parts = Vec::new();
+    if c.before_first_call_ns > 0 {
+        parts.push(format!(
+            "{} before the first CUDA call",
+            format::ns(c.before_first_call_ns)
+        ));
+    }
+    if c.after_last_call_ns > 0 {
+        parts.push(format!(
+            "{} after the last",
+            format::ns(c.after_last_call_ns)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join(" and "))
 }
 
 /// Time of the GPU thread's loop a mechanism accounts for beyond GPU idle

@@ -328,6 +328,14 @@ pub struct ProcessIdle {
 }
 
 impl ProcessIdle {
+    /// GPU idle time inside the loop (the process's first to last CUDA
+    /// call), ns: the whole that findings' shares are of. Start-up before
+    /// the first call and the tail after the last are reported beside it.
+    pub fn loop_idle_ns(&self) -> i64 {
+        (self.host_wait_ns - self.causes.before_first_call_ns - self.causes.after_last_call_ns)
+            .max(0)
+    }
+
     /// Idle ns inside `[a, b)`, from the loop's idle pieces (a piece cut by
     /// the bounds counts in proportion).
     pub fn loop_idle_in(&self, a: i64, b: i64) -> f64 {
