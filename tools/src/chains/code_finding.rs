@@ -17,25 +17,8 @@ use super::context::Context;
 use super::{CausalChain, Cause, ChainStep, Evidence, Severity};
 use crate::code::{CodeShare, PartCode};
 use crate::format;
+use crate::idle::parts::{by_key, PARTS};
 use crate::idle::ProcessIdle;
-
-/// Keys of [`crate::idle::HostWaitCauses::labelled`], in its order.
-pub const PART_KEYS: [&str; 14] = [
-    "before_first_call",
-    "in_launch_calls",
-    "in_alloc_free",
-    "in_copies",
-    "in_sync",
-    "in_other_cuda",
-    "between_calls",
-    "host_compute",
-    "page_alloc_storm",
-    "off_cpu_preempted",
-    "waiting_on_workers",
-    "off_cpu_blocked",
-    "off_cpu_unknown",
-    "after_last_call",
-];
 
 /// A part left over must hold at least this share of the loop's idle time
 /// (idle time between the first and last CUDA call) to become a finding.
@@ -55,8 +38,8 @@ pub fn detect(ctx: &Context, idle: &ProcessIdle, pool: &mut [i64]) -> Vec<Causal
         return Vec::new();
     }
     let mut out = Vec::new();
-    for (slot, key) in PART_KEYS.iter().enumerate() {
-        if matches!(*key, "before_first_call" | "after_last_call") {
+    for (slot, key) in PARTS.iter().map(|p| p.key).enumerate() {
+        if matches!(key, "before_first_call" | "after_last_call") {
             continue;
         }
         let left = pool[slot];
@@ -67,7 +50,7 @@ pub fn detect(ctx: &Context, idle: &ProcessIdle, pool: &mut [i64]) -> Vec<Causal
         match idle
             .code
             .iter()
-            .find(|p| p.key == *key && !p.code.is_empty() && p.coverage > 0.0)
+            .find(|p| p.key == key && !p.code.is_empty() && p.coverage > 0.0)
         {
             Some(part) => out.push(finding(ctx, idle, part, left, whole, loop_idle)),
             None => out.push(state_only(ctx, idle, key, left, loop_idle)),
@@ -151,13 +134,7 @@ fn state_only(
     } else {
         "this capture has no stacks (recorded with stacks off, or by a recorder without them)"
     };
-    let part_label = idle
-        .causes
-        .labelled()
-        .iter()
-        .zip(PART_KEYS)
-        .find(|(_, k)| *k == key)
-        .map_or(key.to_string(), |((l, _), _)| (*l).to_string());
+    let part_label = by_key(key).map_or(key, |p| p.label);
     CausalChain {
         id: String::new(),
         cause: Cause::IdleCode,

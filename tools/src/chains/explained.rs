@@ -12,26 +12,30 @@
 
 use super::{CausalChain, Cause, Severity};
 use crate::format;
+use crate::idle::parts::position;
+use crate::idle::states::State;
 use crate::idle::{HostWaitCauses, ProcessIdle};
 
-/// Slots of [`HostWaitCauses::labelled`], by name.
+/// The thread states of the idle split, by short name.
 mod slot {
-    pub const LAUNCH: usize = 1;
-    pub const ALLOC_FREE: usize = 2;
-    pub const COPIES: usize = 3;
-    pub const SYNC: usize = 4;
-    pub const OTHER_CUDA: usize = 5;
-    pub const BETWEEN: usize = 6;
-    pub const COMPUTE: usize = 7;
-    pub const STORM: usize = 8;
-    pub const PREEMPTED: usize = 9;
-    pub const WORKERS: usize = 10;
-    pub const BLOCKED: usize = 11;
-    pub const UNKNOWN: usize = 12;
+    use crate::idle::states::State;
+    use ingero_store::activity::CallPart;
+    pub const LAUNCH: State = State::Inside(CallPart::Launch);
+    pub const ALLOC_FREE: State = State::Inside(CallPart::AllocFree);
+    pub const COPIES: State = State::Inside(CallPart::Copy);
+    pub const SYNC: State = State::Inside(CallPart::Sync);
+    pub const OTHER_CUDA: State = State::Inside(CallPart::Other);
+    pub const BETWEEN: State = State::BetweenCalls;
+    pub const COMPUTE: State = State::Compute;
+    pub const STORM: State = State::Storm;
+    pub const PREEMPTED: State = State::OffPreempted;
+    pub const WORKERS: State = State::OffWorkers;
+    pub const BLOCKED: State = State::OffBlocked;
+    pub const UNKNOWN: State = State::OffUnknown;
 }
 
 /// The idle parts a mechanism's evidence covers.
-pub fn claims(cause: Cause) -> &'static [usize] {
+pub fn claims(cause: Cause) -> &'static [State] {
     use slot::*;
     match cause {
         Cause::HostInputPipeline | Cause::HostCompute => &[COMPUTE, STORM],
@@ -109,7 +113,7 @@ pub fn claim(chains: &mut [CausalChain], idle: &ProcessIdle) -> Vec<i64> {
     // it), then larger claims first: what each could take from the pool.
     let mut order: Vec<usize> = (0..chains.len()).collect();
     let potential = |c: &CausalChain| -> i64 {
-        let sum: i64 = claims(c.cause).iter().map(|&s| pool[s]).sum();
+        let sum: i64 = claims(c.cause).iter().map(|&s| pool[position(s)]).sum();
         cap(c).map_or(sum, |k| k.min(sum))
     };
     let pots: Vec<i64> = chains.iter().map(potential).collect();
@@ -135,7 +139,8 @@ pub fn claim(chains: &mut [CausalChain], idle: &ProcessIdle) -> Vec<i64> {
         }
         let mut want = cap(c).unwrap_or(i64::MAX);
         let mut got = 0;
-        for &s in claims(c.cause) {
+        for &state in claims(c.cause) {
+            let s = position(state);
             let take = pool[s].min(want);
             pool[s] -= take;
             want -= take;

@@ -446,7 +446,7 @@ fn attach_code(chains: &mut [CausalChain], idle: &ProcessIdle) {
         }
         let keys: Vec<&str> = explained::claims(c.cause)
             .iter()
-            .map(|&s| code_finding::PART_KEYS[s])
+            .map(|&s| crate::idle::parts::PARTS[crate::idle::parts::position(s)].key)
             .collect();
         let mut code: Vec<crate::code::CodeShare> = idle
             .code

@@ -12,7 +12,7 @@
 pub mod attribute;
 pub mod path;
 
-use crate::idle::states::{Segment, State, STATES};
+use crate::idle::states::{Segment, STATES};
 use attribute::{by_slot, Samples};
 use ingero_store::thread_samples::ThreadSample;
 pub use path::{CodePath, PyFrame};
@@ -71,80 +71,10 @@ impl PartCode {
     }
 }
 
-/// Stable key and label of each state slot, in slot order.
+/// Stable key and label of each state slot.
 pub fn slot_names(slot: usize) -> (&'static str, &'static str) {
-    use ingero_store::activity::CallPart;
-    let all = [
-        (
-            State::BeforeFirst,
-            "before_first_call",
-            "before the first CUDA call",
-        ),
-        (
-            State::AfterLast,
-            "after_last_call",
-            "after the last CUDA call",
-        ),
-        (
-            State::Inside(CallPart::Launch),
-            "in_launch_calls",
-            "inside kernel/graph launch calls",
-        ),
-        (
-            State::Inside(CallPart::AllocFree),
-            "in_alloc_free",
-            "inside allocation/free calls",
-        ),
-        (
-            State::Inside(CallPart::Sync),
-            "in_sync",
-            "inside synchronisations",
-        ),
-        (
-            State::Inside(CallPart::Copy),
-            "in_copies",
-            "inside copies/memsets",
-        ),
-        (
-            State::Inside(CallPart::Other),
-            "in_other_cuda",
-            "inside other CUDA calls",
-        ),
-        (
-            State::BetweenCalls,
-            "between_calls",
-            "between CUDA calls (< 1 ms apart)",
-        ),
-        (
-            State::OffPreempted,
-            "off_cpu_preempted",
-            "off-CPU: preempted (run queue)",
-        ),
-        (
-            State::OffWorkers,
-            "waiting_on_workers",
-            "off-CPU: waiting on DataLoader workers",
-        ),
-        (
-            State::OffBlocked,
-            "off_cpu_blocked",
-            "off-CPU: blocked (I/O, locks, sleep)",
-        ),
-        (
-            State::OffUnknown,
-            "off_cpu_unknown",
-            "off-CPU: reason not recorded",
-        ),
-        (
-            State::Storm,
-            "page_alloc_storm",
-            "on-CPU during page-allocation storms",
-        ),
-        (State::Compute, "host_compute", "on-CPU outside CUDA"),
-    ];
-    all.iter()
-        .find(|(s, _, _)| s.index() == slot)
-        .map_or(("unknown", "unknown"), |(_, k, l)| (*k, *l))
+    let p = crate::idle::parts::of_slot(slot);
+    (p.key, p.label)
 }
 
 /// Code of every idle part of one thread, given its state segments, the

@@ -22,6 +22,7 @@ mod gaps;
 pub(crate) mod intervals;
 pub mod launches;
 mod measure;
+pub mod parts;
 pub mod per_step;
 mod process;
 mod split;
@@ -35,7 +36,6 @@ use crate::gpu_activity::BusySource;
 use crate::processes::main_processes;
 use bound::HostBound;
 use gaps::LongGaps;
-use ingero_store::activity::CallPart;
 pub use launches::{LaunchStats, SyncStats};
 use measure::Busy;
 use process::ProcessSpans;
@@ -57,7 +57,7 @@ const STORM_RATE: f64 = 256.0 * 1024.0 * 1024.0;
 /// Where GPU-idle time went, ns: what the GPU-driving thread was doing
 /// while the GPU had no work from this process. The parts add up to the
 /// idle time (`host_wait_ns`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct HostWaitCauses {
     /// Before the process's first CUDA call (start-up, imports, data loading).
     pub before_first_call_ns: i64,
@@ -93,72 +93,50 @@ pub struct HostWaitCauses {
 
 impl HostWaitCauses {
     fn from_shares(s: &[f64; STATES]) -> HostWaitCauses {
-        let at = |st: State| s[st.index()].round() as i64;
-        HostWaitCauses {
-            before_first_call_ns: at(State::BeforeFirst),
-            in_launch_calls_ns: at(State::Inside(CallPart::Launch)),
-            in_alloc_free_ns: at(State::Inside(CallPart::AllocFree)),
-            in_copies_ns: at(State::Inside(CallPart::Copy)),
-            in_sync_ns: at(State::Inside(CallPart::Sync)),
-            in_other_cuda_ns: at(State::Inside(CallPart::Other)),
-            between_calls_ns: at(State::BetweenCalls),
-            off_cpu_preempted_ns: at(State::OffPreempted),
-            waiting_on_workers_ns: at(State::OffWorkers),
-            off_cpu_blocked_ns: at(State::OffBlocked),
-            off_cpu_unknown_ns: at(State::OffUnknown),
-            page_alloc_storm_ns: at(State::Storm),
-            host_compute_ns: at(State::Compute),
-            after_last_call_ns: at(State::AfterLast),
+        let mut out = HostWaitCauses::default();
+        for p in parts::PARTS {
+            *out.at_mut(p.state) = s[p.state.index()].round() as i64;
+        }
+        out
+    }
+
+    /// The part of one thread state, ns.
+    pub fn at(&self, state: State) -> i64 {
+        let mut copy = *self;
+        *copy.at_mut(state)
+    }
+
+    fn at_mut(&mut self, state: State) -> &mut i64 {
+        use ingero_store::activity::CallPart;
+        match state {
+            State::BeforeFirst => &mut self.before_first_call_ns,
+            State::AfterLast => &mut self.after_last_call_ns,
+            State::Inside(CallPart::Launch) => &mut self.in_launch_calls_ns,
+            State::Inside(CallPart::AllocFree) => &mut self.in_alloc_free_ns,
+            State::Inside(CallPart::Copy) => &mut self.in_copies_ns,
+            State::Inside(CallPart::Sync) => &mut self.in_sync_ns,
+            State::Inside(CallPart::Other) => &mut self.in_other_cuda_ns,
+            State::BetweenCalls => &mut self.between_calls_ns,
+            State::OffPreempted => &mut self.off_cpu_preempted_ns,
+            State::OffWorkers => &mut self.waiting_on_workers_ns,
+            State::OffBlocked => &mut self.off_cpu_blocked_ns,
+            State::OffUnknown => &mut self.off_cpu_unknown_ns,
+            State::Storm => &mut self.page_alloc_storm_ns,
+            State::Compute => &mut self.host_compute_ns,
         }
     }
 
-    /// Every part with its label, in report order.
-    pub fn labelled(&self) -> [(&'static str, i64); 14] {
-        [
-            ("before the first CUDA call", self.before_first_call_ns),
-            ("inside kernel/graph launch calls", self.in_launch_calls_ns),
-            ("inside allocation/free calls", self.in_alloc_free_ns),
-            ("inside copies/memsets", self.in_copies_ns),
-            ("inside synchronisations", self.in_sync_ns),
-            ("inside other CUDA calls", self.in_other_cuda_ns),
-            ("between CUDA calls (< 1 ms apart)", self.between_calls_ns),
-            ("on-CPU outside CUDA", self.host_compute_ns),
-            (
-                "on-CPU during page-allocation storms",
-                self.page_alloc_storm_ns,
-            ),
-            ("off-CPU: preempted (run queue)", self.off_cpu_preempted_ns),
-            (
-                "off-CPU: waiting on DataLoader workers",
-                self.waiting_on_workers_ns,
-            ),
-            (
-                "off-CPU: blocked (I/O, locks, sleep)",
-                self.off_cpu_blocked_ns,
-            ),
-            ("off-CPU: reason not recorded", self.off_cpu_unknown_ns),
-            ("after the last CUDA call", self.after_last_call_ns),
-        ]
+    /// Every part with its label, in report order ([`parts::PARTS`]).
+    pub fn labelled(&self) -> [(&'static str, i64); STATES] {
+        parts::PARTS.map(|p| (p.label, self.at(p.state)))
     }
 
     /// The parts by state slot ([`states::State::index`]).
     pub fn by_slot(&self) -> [i64; STATES] {
-        use ingero_store::activity::CallPart;
         let mut out = [0i64; STATES];
-        out[State::BeforeFirst.index()] = self.before_first_call_ns;
-        out[State::AfterLast.index()] = self.after_last_call_ns;
-        out[State::Inside(CallPart::Launch).index()] = self.in_launch_calls_ns;
-        out[State::Inside(CallPart::AllocFree).index()] = self.in_alloc_free_ns;
-        out[State::Inside(CallPart::Sync).index()] = self.in_sync_ns;
-        out[State::Inside(CallPart::Copy).index()] = self.in_copies_ns;
-        out[State::Inside(CallPart::Other).index()] = self.in_other_cuda_ns;
-        out[State::BetweenCalls.index()] = self.between_calls_ns;
-        out[State::OffPreempted.index()] = self.off_cpu_preempted_ns;
-        out[State::OffWorkers.index()] = self.waiting_on_workers_ns;
-        out[State::OffBlocked.index()] = self.off_cpu_blocked_ns;
-        out[State::OffUnknown.index()] = self.off_cpu_unknown_ns;
-        out[State::Storm.index()] = self.page_alloc_storm_ns;
-        out[State::Compute.index()] = self.host_compute_ns;
+        for p in parts::PARTS {
+            out[p.state.index()] = self.at(p.state);
+        }
         out
     }
 
@@ -176,26 +154,11 @@ impl HostWaitCauses {
     }
 
     fn largest_mut(&mut self) -> &mut i64 {
-        let parts = [
-            &mut self.before_first_call_ns,
-            &mut self.in_launch_calls_ns,
-            &mut self.in_alloc_free_ns,
-            &mut self.in_copies_ns,
-            &mut self.in_sync_ns,
-            &mut self.in_other_cuda_ns,
-            &mut self.between_calls_ns,
-            &mut self.off_cpu_preempted_ns,
-            &mut self.waiting_on_workers_ns,
-            &mut self.off_cpu_blocked_ns,
-            &mut self.off_cpu_unknown_ns,
-            &mut self.page_alloc_storm_ns,
-            &mut self.host_compute_ns,
-            &mut self.after_last_call_ns,
-        ];
-        parts
-            .into_iter()
-            .max_by_key(|v| **v)
-            .expect("fourteen parts")
+        let largest = parts::PARTS
+            .iter()
+            .max_by_key(|p| self.at(p.state))
+            .map_or(State::BeforeFirst, |p| p.state);
+        self.at_mut(largest)
     }
 }
 
