@@ -13,9 +13,10 @@ recording was analysed):
 - its mechanism is one that is the constructed mechanism (the ACCEPT table
   below, by the case's `expect.mechanism`).
 
-It also checks the rule that no first finding explains under 10% of the GPU
-idle time while 40% or more of the loop's idle time (first to last CUDA call)
-is explained by no finding.
+It also checks the rule that no first finding explains under 10% of the loop's
+GPU idle time (first to last CUDA call) while 40% or more of it is explained by
+no finding (a GPU-bound verdict of a GPU busy longer than the loop idled leads
+by busy time instead).
 """
 import json
 import os
@@ -76,7 +77,8 @@ def grade_one(ing, path, case, functions):
     return {
         "top": top["cause"],
         "top_summary": top.get("summary", "")[:300],
-        "top_explained_share": round(top.get("explained_share", 0.0), 3),
+        # Of the loop's idle time, whichever whole the analysis states.
+        "top_explained_share": round(top.get("explained_ns", 0) / loop, 3),
         "unexplained_share": round(unexplained, 3),
         "named": bool(by_code or by_mechanism),
         "named_by": "code" if by_code else ("mechanism" if by_mechanism else None),
@@ -84,8 +86,8 @@ def grade_one(ing, path, case, functions):
         # A lead that explains under 10% of the idle time while 40% or more
         # of the loop's idle time is explained by no finding (a GPU-bound
         # verdict leads by busy time, not idle time).
-        "misleading_lead": top["cause"] != "gpu_bound"
-        and top.get("explained_share", 0.0) < 0.10
+        "misleading_lead": not (top["cause"] == "gpu_bound" and idle.get("busy_ns", 0) >= loop)
+        and top.get("explained_ns", 0) / loop < 0.10
         and loop_unexplained >= 0.40,
     }
 
