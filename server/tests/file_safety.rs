@@ -313,3 +313,48 @@ fn report_and_export_create_their_output_with_mode_0600() {
     let text = std::fs::read_to_string(&page).expect("read");
     assert!(text.starts_with("<!DOCTYPE html>"));
 }
+
+#[test]
+fn a_new_capture_beside_a_leftover_journal_is_refused() {
+    require_capture();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("fresh.db");
+    let journal = dir.path().join("fresh.db-journal");
+    std::fs::write(&journal, b"an earlier database's journal").expect("write");
+    let out = trace_true(&db);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("left over"), "{said}");
+    assert!(
+        std::fs::symlink_metadata(&db).is_err(),
+        "the database was created"
+    );
+    assert_eq!(
+        std::fs::read(&journal).expect("journal still there"),
+        b"an earlier database's journal"
+    );
+}
+
+#[test]
+fn merge_out_through_a_dangling_symlink_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inputs: Vec<String> = ["a.db", "b.db"]
+        .iter()
+        .map(|n| dir.path().join(n).display().to_string())
+        .collect();
+    for input in &inputs {
+        let made = ingero(&["demo", "--duration", "2", "--db", input]);
+        assert!(made.status.success(), "{}", stderr(&made));
+    }
+    let target = dir.path().join("nowhere.db");
+    let link = dir.path().join("merged.db");
+    symlink(&target, &link).expect("symlink");
+    let out = ingero(&["merge", &link.display().to_string(), &inputs[0], &inputs[1]]);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("symbolic link"), "{said}");
+    assert!(
+        std::fs::symlink_metadata(&target).is_err(),
+        "the link's target was created"
+    );
+}
