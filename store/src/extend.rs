@@ -66,12 +66,8 @@ fn open_to_inspect(path: &Path, at_rest_wal: bool) -> Result<Connection> {
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW
         | OpenFlags::SQLITE_OPEN_URI;
-    let opened = if at_rest_wal {
-        Connection::open_with_flags(crate::foreign::file_uri(path, true), flags)
-    } else {
-        Connection::open_with_flags(crate::foreign::file_uri(path, false), flags)
-    };
-    let conn = opened.map_err(|e| StoreError::from_sqlite(path, e))?;
+    let conn = Connection::open_with_flags(crate::foreign::file_uri(path, at_rest_wal), flags)
+        .map_err(|e| StoreError::from_sqlite(path, e))?;
     conn.pragma_update(None, "query_only", true)?;
     Ok(conn)
 }
