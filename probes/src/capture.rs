@@ -212,7 +212,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     }
     let trace_all = config.target == Target::AllProcesses;
     let clock = Clock::measure();
-    let db_prep = crate::db_prep::DbPrep::start(&config.db);
+    let db_prep = crate::db_prep::DbPrep::start(&config.db)?;
     let mut probes = Probes::load(LoadOptions {
         trace_all,
         self_tgid: std::process::id(),

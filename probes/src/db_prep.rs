@@ -1,6 +1,8 @@
 //! The capture's database file, opened and brought to the current schema on
 //! a thread of its own while the probes load, so that a launched command is
-//! released sooner. A capture that fails before its session starts removes a
+//! released sooner. A path the capture may not write to (a link, another
+//! user's file, a database that is not an ingero trace) is refused before
+//! anything starts. A capture that fails before its session starts removes a
 //! file it created, so a failed start leaves nothing behind.
 
 use crate::error::CaptureError;
@@ -12,16 +14,16 @@ use std::thread::JoinHandle;
 pub(crate) struct DbPrep {
     handle: Option<JoinHandle<Result<PreparedDb, StoreError>>>,
     path: PathBuf,
-    existed: bool,
 }
 
 impl DbPrep {
-    /// Starts preparing `path` when it is a new file. An existing file (a
-    /// capture appended to an earlier one) is only touched once the probes
-    /// are in place, at [`DbPrep::finish`], as is any file where no thread
-    /// can be started.
-    pub(crate) fn start(path: &Path) -> DbPrep {
-        let existed = path.exists();
+    /// Refuses a path the capture may not write to, then starts preparing
+    /// `path` when it is a new file. An existing file (a capture appended to
+    /// an earlier one) is only written once the probes are in place, at
+    /// [`DbPrep::finish`], as is any file where no thread can be started.
+    pub(crate) fn start(path: &Path) -> Result<DbPrep, CaptureError> {
+        TraceWriter::check_target(path)?;
+        let existed = std::fs::symlink_metadata(path).is_ok();
         let owned = path.to_path_buf();
         let handle = if existed {
             None
@@ -31,11 +33,10 @@ impl DbPrep {
                 .spawn(move || TraceWriter::prepare(&owned))
                 .ok()
         };
-        DbPrep {
+        Ok(DbPrep {
             handle,
             path: path.to_path_buf(),
-            existed,
-        }
+        })
     }
 
     /// The prepared file, once its thread is done.
@@ -55,9 +56,14 @@ impl Drop for DbPrep {
         let Some(h) = self.handle.take() else {
             return;
         };
-        // Close the connection before removing what it made.
-        drop(h.join());
-        if !self.existed {
+        // Only a file the thread created goes; a thread that failed removed
+        // what it made itself. The connection is closed before removing.
+        let Ok(Ok(prepared)) = h.join() else {
+            return;
+        };
+        let created = prepared.created();
+        drop(prepared);
+        if created {
             for f in ingero_store::side_files(&self.path) {
                 let _ = std::fs::remove_file(f);
             }

@@ -83,7 +83,13 @@ pub enum CaptureError {
 
 impl CaptureError {
     /// True when the user can fix the cause (permissions, setup, arguments).
+    /// A database path that cannot be written to (a link, another user's
+    /// file, a database that is not an ingero trace) counts as such.
     pub fn is_setup_problem(&self) -> bool {
-        !matches!(self, CaptureError::Internal(_) | CaptureError::Store(_))
+        match self {
+            CaptureError::Internal(_) => false,
+            CaptureError::Store(e) => e.is_bad_input(),
+            _ => true,
+        }
     }
 }

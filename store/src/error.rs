@@ -90,6 +90,41 @@ pub enum StoreError {
         /// What is in the way.
         detail: String,
     },
+    /// A symbolic link where ingero was to write: a tool run as root must
+    /// not be steered into overwriting the file a link points at.
+    #[error("{0}: is a symbolic link; ingero does not write through links (give the real path, or a new file name)")]
+    Symlink(PathBuf),
+    /// Something already exists where a new file was to be created.
+    #[error("{0}: already exists; give a new file name")]
+    AlreadyExists(PathBuf),
+    /// A directory, device, pipe or socket where a file was expected.
+    #[error("{0}: not a regular file; give the path of a trace file, or a new file name")]
+    NotRegularFile(PathBuf),
+    /// An existing file owned by another user: ingero adds only to files of
+    /// the user it runs as, so that root cannot be made to write into
+    /// someone else's file.
+    #[error("{path}: owned by uid {owner}, but ingero runs as uid {uid}; it adds captures only to its own files (give a new path, or `chown {uid} {path}` if the file is yours)", path = .path.display())]
+    NotOwned {
+        /// The file.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// The effective uid of this process.
+        uid: u32,
+    },
+    /// An existing file that is not an ingero trace: a capture is never
+    /// added to another application's database.
+    #[error("{path}: not an ingero trace ({detail}); a capture is added only to a trace ingero wrote, so give a new path", path = .path.display())]
+    NotATrace {
+        /// The file.
+        path: PathBuf,
+        /// What it holds instead.
+        detail: String,
+    },
+    /// A journal, write-ahead log or shared-memory file of an earlier
+    /// database beside a new one: SQLite would apply it to the new file.
+    #[error("{0}: left over from an earlier database of that name; remove it, or give a new path")]
+    LeftoverSideFile(PathBuf),
     /// Any other SQLite failure while reading or writing.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

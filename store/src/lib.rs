@@ -7,11 +7,13 @@
 
 pub mod activity;
 pub mod aggregate;
+mod capture_file;
 pub mod catalog;
 pub mod clip;
 mod compat;
 pub mod epoch_ns;
 pub mod error;
+mod extend;
 mod foreign;
 pub mod gpu;
 mod insert_rows;
@@ -21,6 +23,7 @@ pub mod model;
 pub mod nccl;
 pub mod nesting;
 pub mod open;
+pub mod safe_open;
 pub mod schema;
 pub mod stacks;
 pub mod thread_samples;

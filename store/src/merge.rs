@@ -262,21 +262,13 @@ impl NewFile {
                 return Err(StoreError::MergeOutputExists(side.clone()));
             }
         }
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-        {
+        // Mode 0600, never through a link (a dangling one included).
+        match crate::safe_open::create_new(path) {
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(StoreError::AlreadyExists(_)) => {
                 return Err(StoreError::MergeOutputExists(path.to_path_buf()))
             }
-            Err(e) => {
-                return Err(StoreError::Open {
-                    path: path.to_path_buf(),
-                    detail: e.to_string(),
-                })
-            }
+            Err(e) => return Err(e),
         }
         let mut file = NewFile {
             path: path.to_path_buf(),

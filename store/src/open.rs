@@ -326,7 +326,8 @@ fn open_read_only(path: &Path, at_rest_wal: bool) -> Result<Connection> {
     Ok(conn)
 }
 
-fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+/// Names of the tables and views of `conn`'s main database, sorted.
+pub(crate) fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare(
         "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name",
     )?;

@@ -3,13 +3,13 @@
 use crate::activity::{ActivitySpan, ActivityTracker, OpRole};
 use crate::aggregate::{AggKey, Aggregator};
 use crate::catalog::{cuda_op, AggSource, HostKind};
-use crate::error::{Result, StoreError};
+use crate::error::Result;
 use crate::insert_rows::insert_rows;
 use crate::model::CudaCall;
 use crate::model::{Event, ProcessInfo, SessionInfo, SystemSnapshot};
 use crate::nesting::{NESTED, OUTER};
 use crate::schema::migrate;
-use rusqlite::{params, Connection, OpenFlags};
+use rusqlite::{params, Connection};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -153,40 +153,38 @@ impl TraceWriter {
         TraceWriter::prepare(path)?.start_session(info, policy)
     }
 
-    /// Opens or creates the database at `path`, refuses a foreign one, and
-    /// brings it to the current schema, without starting a session.
+    /// Opens or creates the database at `path` and brings it to the current
+    /// schema, without starting a session. A new file is created by ingero
+    /// itself, mode 0600, never through a link; an existing one is written
+    /// only when it is an ingero trace of the user ingero runs as
+    /// ([`crate::capture_file`]). A file this call created is removed again
+    /// when it fails.
     pub fn prepare(path: &Path) -> Result<PreparedDb> {
-        let mut conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| StoreError::Open {
-            path: path.to_path_buf(),
-            detail: e.to_string(),
-        })?;
-        let has_foreign: bool = conn
-            .query_row(
-                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'events' AND type = 'table'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(|e| StoreError::from_sqlite(path, e))?
-            > 0;
-        if has_foreign {
-            return Err(StoreError::ForeignSchema {
-                path: path.to_path_buf(),
-                detail: "it holds an Ingero (Go) database; write to a new file".into(),
-            });
+        let (mut conn, created) = crate::capture_file::open_for_capture(path)?;
+        let brought = (|| -> Result<()> {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            migrate(&mut conn)
+        })();
+        if let Err(e) = brought {
+            drop(conn);
+            if created {
+                crate::capture_file::remove_created(path);
+            }
+            return Err(e);
         }
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        migrate(&mut conn)?;
         Ok(PreparedDb {
             conn,
             path: path.to_path_buf(),
+            created,
         })
+    }
+
+    /// Refuses, before any work starts and without writing anything, a path
+    /// [`TraceWriter::prepare`] would refuse: a link, a file of another user,
+    /// a database that is not an ingero trace, leftovers of an earlier one.
+    pub fn check_target(path: &Path) -> Result<()> {
+        crate::capture_file::check_target(path)
     }
 }
 
@@ -196,12 +194,20 @@ impl TraceWriter {
 pub struct PreparedDb {
     conn: Connection,
     path: PathBuf,
+    created: bool,
 }
 
 impl PreparedDb {
+    /// True when preparing created the file (it did not exist before), so
+    /// that a capture failing before its session starts knows it may
+    /// remove it.
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
     /// Starts a session in the prepared file.
     pub fn start_session(self, info: &SessionInfo, policy: RawPolicy) -> Result<TraceWriter> {
-        let PreparedDb { conn, path } = self;
+        let PreparedDb { conn, path, .. } = self;
         conn.execute(
             "INSERT INTO sessions(host, kernel, cpu_model, cpu_cores, mem_total_mb, gpu_model, \
              gpu_driver, started_ns, stopped_ns, target_pids, command, tool_version) \

@@ -149,8 +149,7 @@ pub fn run(args: Args) -> Result<()> {
                     crate::exit::BadArgument("--format perfetto needs --out FILE".into()).into(),
                 );
             };
-            let file = std::fs::File::create(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
+            let file = ingero_store::safe_open::create_output(&path)?;
             let mut w = BufWriter::new(file);
             perfetto::write_trace(&ds, &chains, &mut w)
                 .map_err(into_cli)
@@ -218,7 +217,9 @@ fn export_folded(db: &TraceDb, scope: Scope, args: &Args, out: Option<PathBuf>) 
     let text = folded(db, &query)?;
     match out {
         Some(path) => {
-            std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+            let mut file = ingero_store::safe_open::create_output(&path)?;
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
             eprintln!(
                 "wrote {} ({} distinct stacks); flamegraph.pl {} > flame.svg, or open it in speedscope",
                 path.display(),

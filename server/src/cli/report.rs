@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use ingero_report::{html, ReportData, ReportError};
 use ingero_store::{TimeWindow, TraceDb};
 use ingero_tools::{Scope, ToolError};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `ingero report`.
@@ -37,7 +38,9 @@ pub fn run(args: Args) -> Result<()> {
     };
     let data = ReportData::load(&db, &scope).map_err(into_cli)?;
     let page = html::report_html(&data).map_err(into_cli)?;
-    std::fs::write(&args.out, page).with_context(|| format!("writing {}", args.out.display()))?;
+    let mut file = ingero_store::safe_open::create_output(&args.out)?;
+    file.write_all(page.as_bytes())
+        .with_context(|| format!("writing {}", args.out.display()))?;
     println!(
         "wrote {} ({} CUDA spans, {} off-CPU intervals, {} causal chains, {} processes)",
         args.out.display(),

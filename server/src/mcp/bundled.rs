@@ -69,7 +69,9 @@ pub fn bundled_database() -> anyhow::Result<PathBuf> {
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     let tmp = dir.join(format!(".{CACHE_NAME}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("write {}", tmp.display()))?;
+    let mut file = ingero_store::safe_open::create_output(&tmp)?;
+    std::io::Write::write_all(&mut file, bytes)
+        .with_context(|| format!("write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("move into {}", path.display()))?;
     Ok(())
 }

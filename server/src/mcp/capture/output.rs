@@ -27,7 +27,9 @@ pub fn path(dir: &Path, name: Option<&str>) -> Result<(String, PathBuf), Capture
         )));
     }
     let path = dir.join(&name);
-    if path.exists() {
+    // A link counts as taken, a dangling one included: the writer never
+    // writes through one.
+    if std::fs::symlink_metadata(&path).is_ok() {
         return Err(CaptureError::BadRequest(format!(
             "{name} already exists in the allowed folder; choose another name"
         )));
