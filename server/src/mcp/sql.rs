@@ -80,12 +80,17 @@ impl IngeroMcp {
             Ok(p) => p,
             Err(r) => return Ok(r),
         };
+        let permit = match self.shared.sql_gate.try_start(&self.sql_slots) {
+            Ok(p) => p,
+            Err(busy) => return Ok(failure(busy.to_string())),
+        };
         let sql = args.sql;
         let out = self
             .run_on(pool, &ctx, "run_sql", move |db| {
                 run_sql(db, &sql, &limits, None)
             })
             .await;
+        drop(permit);
         match out {
             Err(r) => Ok(r),
             Ok(Err(e)) => Ok(failure(e.to_string())),
