@@ -577,6 +577,8 @@ fn run_sql_beyond_its_caps_is_refused_while_get_trace_stats_stays_fast() {
         "2",
         "--sql-max-per-session",
         "1",
+        "--sql-queue-wait",
+        "2",
     ]);
     let agent = new_agent();
     let url = &server.url;
@@ -608,7 +610,7 @@ fn run_sql_beyond_its_caps_is_refused_while_get_trace_stats_stays_fast() {
     );
     assert_eq!(third["isError"], serde_json::json!(true), "{third}");
     assert!(
-        text_of(&third).contains("the server already runs 2"),
+        text_of(&third).contains("the server has run 2 queries"),
         "unclear refusal: {third}"
     );
     let t0 = Instant::now();

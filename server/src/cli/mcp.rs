@@ -85,6 +85,10 @@ pub struct Args {
     /// most --sql-max-concurrent].
     #[arg(long, value_name = "N")]
     pub sql_max_per_session: Option<usize>,
+    /// Longest a run_sql query waits for a place under --sql-max-concurrent
+    /// before it is refused, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = mcp::sql_gate::DEFAULT_QUEUE_WAIT.as_secs_f64())]
+    pub sql_queue_wait: f64,
 }
 
 /// Runs the server until the client (stdio) or a signal (HTTP) ends it.
@@ -202,6 +206,7 @@ fn sql_concurrency(args: &Args) -> anyhow::Result<SqlConcurrency> {
     Ok(SqlConcurrency {
         per_session,
         global,
+        queue_wait: seconds(args.sql_queue_wait, "--sql-queue-wait")?,
     })
 }
 

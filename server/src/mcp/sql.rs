@@ -80,9 +80,12 @@ impl IngeroMcp {
             Ok(p) => p,
             Err(r) => return Ok(r),
         };
-        let permit = match self.shared.sql_gate.try_start(&self.sql_slots) {
-            Ok(p) => p,
-            Err(busy) => return Ok(failure(busy.to_string())),
+        let permit = tokio::select! {
+            started = self.shared.sql_gate.start(&self.sql_slots) => match started {
+                Ok(p) => p,
+                Err(busy) => return Ok(failure(busy.to_string())),
+            },
+            () = ctx.ct.cancelled() => return Ok(failure("cancelled by the client".to_string())),
         };
         let sql = args.sql;
         let out = self
