@@ -53,7 +53,7 @@ ANALYSIS_TOOLS = [
 READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["run_sql", "list_databases", "open_database", "get_trace_status", "list_gpu_processes"]
 ALL_TOOLS = READ_ONLY_TOOLS + ["start_trace", "stop_trace", "merge_databases"]
 PROMPTS = ["investigate", "compare_runs", "explain_chain"]
-TOKEN = "test-token-0123456789"
+TOKEN = "dGVzdHMgb2YgdGhlIGh0dHAgc2VydmVyIG9ubHk"
 
 
 class Checks:

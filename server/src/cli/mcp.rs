@@ -3,6 +3,8 @@
 use crate::exit::BadArgument;
 use crate::mcp::capture::limits::parse_bytes;
 use crate::mcp::capture::CaptureLimits;
+use crate::mcp::http_sessions::{self, SessionLimits};
+use crate::mcp::sql_gate::SqlConcurrency;
 use crate::mcp::{self, http::HttpOptions, Config};
 use anyhow::Context;
 use ingero_tools::library::Library;
@@ -45,9 +47,27 @@ pub struct Args {
         requires = "allow_capture"
     )]
     pub capture_max_concurrent: usize,
-    /// Bearer token HTTP clients must send (or INGERO_TOKEN); required to bind beyond loopback.
-    #[arg(long, value_name = "TOKEN")]
+    /// Bearer token HTTP clients must send; required beyond loopback and
+    /// with --allow-capture. Visible to local users in `ps`: prefer
+    /// INGERO_TOKEN or --token-file.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// File holding the bearer token (one line; must be readable by its
+    /// owner only, e.g. mode 600).
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Live MCP sessions at most over HTTP; when all are taken, the one idle
+    /// the longest is closed (a new session is refused with 503 when every
+    /// session is answering a request).
+    #[arg(long, value_name = "N", default_value_t = http_sessions::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// An HTTP session with no request for this long is closed, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = http_sessions::DEFAULT_SESSION_IDLE.as_secs_f64())]
+    pub session_idle: f64,
+    /// Longest an HTTP client may take to send a request's head or its
+    /// body, and an idle connection waits for its next request, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = mcp::http::DEFAULT_REQUEST_TIMEOUT.as_secs_f64())]
+    pub request_timeout: f64,
     /// Extra browser Origin allowed over HTTP besides localhost (repeatable).
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
@@ -57,6 +77,18 @@ pub struct Args {
     /// Longest a run_sql query may run, seconds.
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     pub sql_timeout: f64,
+    /// run_sql queries that may run at once in the whole server [default:
+    /// half the connections a database pool opens, so other tools find one].
+    #[arg(long, value_name = "N")]
+    pub sql_max_concurrent: Option<usize>,
+    /// run_sql queries that may run at once in one session [default: 2, at
+    /// most --sql-max-concurrent].
+    #[arg(long, value_name = "N")]
+    pub sql_max_per_session: Option<usize>,
+    /// Longest a run_sql query waits for a place under --sql-max-concurrent
+    /// before it is refused, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = mcp::sql_gate::DEFAULT_QUEUE_WAIT.as_secs_f64())]
+    pub sql_queue_wait: f64,
 }
 
 /// Runs the server until the client (stdio) or a signal (HTTP) ends it.
@@ -65,16 +97,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let http = match args.http {
         None => None,
         Some(addr) => {
-            let token = args
-                .token
-                .clone()
-                .or_else(|| std::env::var("INGERO_TOKEN").ok())
-                .filter(|t| !t.is_empty());
             let options = HttpOptions {
                 addr,
-                token,
+                token: token(&args)?,
                 allow_origins: args.allow_origin.clone(),
                 max_body_bytes: args.max_body,
+                allow_capture: args.allow_capture,
+                sessions: SessionLimits {
+                    max_sessions: positive_count(args.max_sessions, "--max-sessions")?,
+                    idle: seconds(args.session_idle, "--session-idle")?,
+                },
+                request_timeout: seconds(args.request_timeout, "--request-timeout")?,
             };
             mcp::http::check_options(&options)?;
             Some(options)
@@ -102,6 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let capture_limits = capture_limits(&args)?;
+    let sql_concurrency = sql_concurrency(&args)?;
     let config = Config {
         default_db,
         library,
@@ -111,6 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             timeout: Duration::from_secs_f64(args.sql_timeout),
             ..SqlLimits::default()
         },
+        sql_concurrency,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -125,6 +160,54 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // alive: the captures are finalised by now.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     result
+}
+
+/// The bearer token: `--token`, `--token-file` or `INGERO_TOKEN`, in that
+/// order; none when none is set (an empty value counts as unset).
+fn token(args: &Args) -> anyhow::Result<Option<String>> {
+    let token = match (&args.token, &args.token_file) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(path)) => {
+            Some(mcp::http_token::read_token_file(path).map_err(mcp::http::HttpSetupError::from)?)
+        }
+        (None, None) => std::env::var("INGERO_TOKEN").ok(),
+    };
+    Ok(token.filter(|t| !t.is_empty()))
+}
+
+/// `value` seconds as a duration, refusing zero, negative or odd values.
+fn seconds(value: f64, flag: &str) -> anyhow::Result<Duration> {
+    if value.is_finite() && value > 0.0 && value < 1e9 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(BadArgument(format!("{flag} must be a positive number of seconds")).into())
+    }
+}
+
+/// `value`, refusing zero.
+fn positive_count(value: usize, flag: &str) -> anyhow::Result<usize> {
+    if value == 0 {
+        return Err(BadArgument(format!("{flag} must be at least 1")).into());
+    }
+    Ok(value)
+}
+
+/// The caps on concurrent run_sql queries from the command line.
+fn sql_concurrency(args: &Args) -> anyhow::Result<SqlConcurrency> {
+    let default = SqlConcurrency::default();
+    let global = match args.sql_max_concurrent {
+        Some(n) => positive_count(n, "--sql-max-concurrent")?,
+        None => default.global,
+    };
+    let per_session = match args.sql_max_per_session {
+        Some(n) => positive_count(n, "--sql-max-per-session")?,
+        None => default.per_session.min(global),
+    };
+    Ok(SqlConcurrency {
+        per_session,
+        global,
+        queue_wait: seconds(args.sql_queue_wait, "--sql-queue-wait")?,
+    })
 }
 
 /// The operator's capture limits from the command line; a bad value exits 2

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Connections per file: enough to keep every core busy, few enough that a
 /// burst of requests queues instead of opening (and discarding) connections.
-fn max_connections() -> usize {
+pub(crate) fn max_connections() -> usize {
     std::thread::available_parallelism()
         .map_or(4, |n| n.get() * 2)
         .clamp(4, 32)

@@ -9,17 +9,21 @@
 //! Connections are served by [`super::http_conn`], which closes them so that
 //! a refusal reaches a client still sending its request.
 
+use super::http_auth::AuthThrottle;
+use super::http_sessions::{BoundedSessions, SessionLimits};
+use super::http_token::{token_weakness, TokenFileError};
 use super::server::IngeroMcp;
 use super::Config;
+use axum::extract::ConnectInfo;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
 
@@ -34,22 +38,33 @@ pub struct HttpOptions {
     pub allow_origins: Vec<String>,
     /// Largest request body accepted, bytes.
     pub max_body_bytes: usize,
+    /// Whether clients may start captures (then a token is required, even on loopback).
+    pub allow_capture: bool,
+    /// How many sessions may live, and how long unused.
+    pub sessions: SessionLimits,
+    /// Longest a client may take to send a request's head, or its body,
+    /// and longest a connection may wait idle for its next request.
+    pub request_timeout: Duration,
 }
+
+/// Default [`HttpOptions::request_timeout`].
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Why the HTTP server refuses to start.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpSetupError {
     /// Binding beyond loopback without a token would expose traces to the network.
-    #[error("refusing to listen on {0} without a token: set --token or INGERO_TOKEN (or bind 127.0.0.1); make one with `head -c 32 /dev/urandom | base64`")]
+    #[error("refusing to listen on {0} without a token: set INGERO_TOKEN, --token-file or --token (or bind 127.0.0.1); make one with `head -c 32 /dev/urandom | base64`")]
     NeedsToken(SocketAddr),
-    /// A token that can be guessed protects nothing on a network.
-    #[error("refusing to listen on {addr} with a weak token: {why}; make one with `head -c 32 /dev/urandom | base64`")]
-    WeakToken {
-        /// The non-loopback address asked for.
-        addr: SocketAddr,
-        /// What is wrong with the token.
-        why: String,
-    },
+    /// Any local user can reach loopback: captures need a credential there too.
+    #[error("refusing to serve --allow-capture over HTTP without a token (any local user can reach a loopback port): set INGERO_TOKEN or --token-file; make one with `head -c 32 /dev/urandom | base64`")]
+    CaptureNeedsToken,
+    /// A token that can be guessed protects nothing.
+    #[error("refusing a weak token: {0}; make one with `head -c 32 /dev/urandom | base64`")]
+    WeakToken(String),
+    /// `--token-file` cannot be used.
+    #[error(transparent)]
+    TokenFile(#[from] TokenFileError),
     /// An `--allow-origin` value is not `scheme://host[:port]`.
     #[error(
         "bad --allow-origin {0:?}: expected scheme://host[:port], e.g. https://app.example.com"
@@ -64,6 +79,8 @@ struct Guard {
     origins: Arc<Vec<Origin>>,
     /// Hosts of origins that are this machine (any port), as in an `Origin` header.
     local_hosts: Arc<Vec<String>>,
+    /// Failed authentications per peer, which slow the next ones.
+    throttle: Arc<AuthThrottle>,
 }
 
 /// A parsed origin: scheme, lower-case host, port (explicit or the scheme default).
@@ -171,6 +188,12 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
         }
     }
     if !guard.token_ok(request.headers().get(header::AUTHORIZATION)) {
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
+        tracing::warn!(%peer, "refused a request without the right token");
+        guard.throttle.penalise(peer).await;
         return refuse(
             StatusCode::UNAUTHORIZED,
             "Unauthorized: send Authorization: Bearer <token>",
@@ -179,49 +202,18 @@ async fn guard(State(guard): State<Guard>, request: Request, next: Next) -> Resp
     next.run(request).await
 }
 
-/// Shortest token accepted on a non-loopback bind, in characters.
-pub const MIN_TOKEN_CHARS: usize = 32;
-
-/// Why `token` is too weak to guard a network-facing server, if it is.
-/// A token must be long and not built from a handful of characters
-/// (`aaaa…`, `12121212…`); 32 random base64 characters carry 192 bits.
-pub fn token_weakness(token: &str) -> Option<String> {
-    let chars = token.chars().count();
-    if chars < MIN_TOKEN_CHARS {
-        return Some(format!(
-            "it has {chars} characters, at least {MIN_TOKEN_CHARS} are needed"
-        ));
-    }
-    let mut distinct: Vec<char> = token.chars().collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    if distinct.len() < 8 {
-        return Some(format!(
-            "it uses only {} distinct characters",
-            distinct.len()
-        ));
-    }
-    if token.chars().any(char::is_whitespace) {
-        return Some("it contains white space".to_string());
-    }
-    None
-}
-
-/// Checks the options before anything is bound: a non-loopback address
-/// needs a strong token.
+/// Checks the options before anything is bound: a token, when given, must
+/// be strong; a non-loopback address, or a server that lets clients start
+/// captures, needs one.
 pub fn check_options(options: &HttpOptions) -> Result<(), HttpSetupError> {
-    if options.addr.ip().is_loopback() {
-        return Ok(());
-    }
     match options.token.as_deref() {
-        None => Err(HttpSetupError::NeedsToken(options.addr)),
         Some(t) => match token_weakness(t) {
-            Some(why) => Err(HttpSetupError::WeakToken {
-                addr: options.addr,
-                why,
-            }),
+            Some(why) => Err(HttpSetupError::WeakToken(why)),
             None => Ok(()),
         },
+        None if !options.addr.ip().is_loopback() => Err(HttpSetupError::NeedsToken(options.addr)),
+        None if options.allow_capture => Err(HttpSetupError::CaptureNeedsToken),
+        None => Ok(()),
     }
 }
 
@@ -291,21 +283,28 @@ pub fn app_with(
         // token, not the Host header, protects it.
         http_config = http_config.disable_allowed_hosts();
     }
+    let sessions = Arc::new(BoundedSessions::new(options.sessions));
     let service = StreamableHttpService::new(
         move || Ok(IngeroMcp::new(Arc::clone(&shared))),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&sessions),
         http_config,
     );
     let state = Guard {
         token: options.token.as_deref().map(Arc::from),
         origins: Arc::new(extra),
         local_hosts,
+        throttle: Arc::new(AuthThrottle::default()),
     };
     let max_body = options.max_body_bytes;
+    let body_time = options.request_timeout;
     Ok(Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(
+            sessions,
+            super::http_sessions::gate,
+        ))
         .layer(axum::middleware::from_fn(move |request, next| {
-            super::http_edge::edge(max_body, request, next)
+            super::http_edge::edge(max_body, body_time, request, next)
         }))
         .layer(axum::middleware::from_fn_with_state(state, guard))
         .layer(RequestBodyLimitLayer::new(options.max_body_bytes))
@@ -324,10 +323,15 @@ pub async fn serve(config: Config, options: HttpOptions) -> anyhow::Result<()> {
     // One stable line for scripts (the port is known only now when 0 was asked).
     eprintln!("ingero mcp: listening on http://{local}/mcp");
     let stop = ct.clone();
-    super::http_conn::serve_with_lingering_close(listener, router, async move {
-        shutdown_signal().await;
-        stop.cancel();
-    })
+    super::http_conn::serve_with_lingering_close(
+        listener,
+        router,
+        options.request_timeout,
+        async move {
+            shutdown_signal().await;
+            stop.cancel();
+        },
+    )
     .await;
     super::finish_captures(&shared).await;
     Ok(())
@@ -377,6 +381,7 @@ mod tests {
                 Origin::parse("https://app.example.com").expect("parse")
             ]),
             local_hosts: Arc::new(local_origin_hosts(&"127.0.0.2:8080".parse().expect("addr"))),
+            throttle: Arc::new(AuthThrottle::default()),
         };
         let ok = |v: &str| g.origin_allowed(&HeaderValue::from_str(v).expect("header"));
         assert!(ok("http://localhost:6274"));
@@ -399,21 +404,15 @@ mod tests {
     }
 
     #[test]
-    fn weak_tokens_are_named() {
-        assert!(token_weakness("a").is_some());
-        assert!(token_weakness(&"a".repeat(64)).is_some());
-        assert!(token_weakness(&"12".repeat(20)).is_some());
-        assert!(token_weakness("change me change me change me change me").is_some());
-        assert!(token_weakness("Qm9vdHN0cmFwIHRoZSB0b2tlbiBoZXJlIQ==").is_none());
-    }
-
-    #[test]
     fn non_loopback_binds_need_a_strong_token() {
         let options = |addr: &str, token: Option<&str>| HttpOptions {
             addr: addr.parse().expect("addr"),
             token: token.map(str::to_string),
             allow_origins: Vec::new(),
             max_body_bytes: 1 << 20,
+            allow_capture: false,
+            sessions: SessionLimits::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         };
         assert!(check_options(&options("127.0.0.1:0", None)).is_ok());
         assert!(check_options(&options("127.0.0.2:0", None)).is_ok());
@@ -423,10 +422,23 @@ mod tests {
         ));
         assert!(matches!(
             check_options(&options("0.0.0.0:0", Some("a"))),
-            Err(HttpSetupError::WeakToken { .. })
+            Err(HttpSetupError::WeakToken(_))
         ));
         let strong = "Qm9vdHN0cmFwIHRoZSB0b2tlbiBoZXJlIQ==";
         assert!(check_options(&options("0.0.0.0:0", Some(strong))).is_ok());
+        assert!(matches!(
+            check_options(&options("127.0.0.1:0", Some("12345678".repeat(4).as_str()))),
+            Err(HttpSetupError::WeakToken(_))
+        ));
+        let capture = |token: Option<&str>| HttpOptions {
+            allow_capture: true,
+            ..options("127.0.0.1:0", token)
+        };
+        assert!(matches!(
+            check_options(&capture(None)),
+            Err(HttpSetupError::CaptureNeedsToken)
+        ));
+        assert!(check_options(&capture(Some(strong))).is_ok());
     }
 
     #[test]

@@ -12,12 +12,19 @@
 //! is read and thrown away until it closes too, for a bounded time and
 //! byte count.
 //!
+//! Every connection has a deadline for each request's head, counted from
+//! the moment the server waits for it (the connection opened, or the
+//! previous answer went out): a client that sends half a request, or keeps
+//! an idle connection open, is cut off after it. The body has its own
+//! deadline, at the JSON edge ([`super::http_edge`]). Each request carries
+//! the peer's address as [`ConnectInfo`], for the authentication throttle.
+//!
 //! A refusal also says `Connection: close` when the request carried a body
 //! (see [`close_after_refusal`]): the server may not have read that body,
 //! and a client that reused the connection for its next request would
 //! otherwise race the server's close and lose that request.
 
-use axum::extract::Request;
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -26,11 +33,13 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tower::ServiceExt;
 
 /// How long a closing connection keeps reading what the client still sends.
 pub const LINGER_TIME: Duration = Duration::from_secs(2);
@@ -39,9 +48,14 @@ pub const LINGER_TIME: Duration = Duration::from_secs(2);
 pub const LINGER_BYTES: usize = 16 << 20;
 
 /// Serves `router` on `listener` until `shutdown` completes, then lets open
-/// connections finish their current request and waits for them.
-pub async fn serve_with_lingering_close<F>(listener: TcpListener, router: Router, shutdown: F)
-where
+/// connections finish their current request and waits for them. A request
+/// head must arrive within `head_timeout` of the server waiting for it.
+pub async fn serve_with_lingering_close<F>(
+    listener: TcpListener,
+    router: Router,
+    head_timeout: Duration,
+    shutdown: F,
+) where
     F: Future<Output = ()> + Send + 'static,
 {
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -54,8 +68,8 @@ where
             // Reap finished connections so the set does not grow forever.
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // Out of file descriptors and the like: wait, do not spin.
                 tracing::warn!(error = %e, "accepting a connection failed");
@@ -68,7 +82,13 @@ where
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        connections.spawn(serve_connection(stream, router.clone(), stop_rx.clone()));
+        connections.spawn(serve_connection(
+            stream,
+            peer,
+            router.clone(),
+            head_timeout,
+            stop_rx.clone(),
+        ));
     }
     let _ = stop_tx.send(true);
     drop(listener);
@@ -76,13 +96,25 @@ where
 }
 
 /// One connection: HTTP/1.1 until either side ends it, then a lingering close.
-async fn serve_connection(mut stream: TcpStream, router: Router, mut stop: watch::Receiver<bool>) {
+async fn serve_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    head_timeout: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut stopping = false;
     {
         let io = TokioIo::new(&mut stream);
-        let service = TowerToHyperService::new(router);
+        let service = TowerToHyperService::new(router.map_request(
+            move |mut request: Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(peer));
+                request
+            },
+        ));
         let mut builder = http1::Builder::new();
         builder.timer(TokioTimer::new());
+        builder.header_read_timeout(head_timeout);
         let mut conn = std::pin::pin!(builder.serve_connection(io, service));
         loop {
             tokio::select! {

@@ -5,7 +5,9 @@
 //! session `DELETE`. JSON-RPC 2.0 says unparsable JSON gets a -32700 error
 //! and a malformed message -32600, and the MCP clients expect 200 or 204
 //! from `DELETE`. This middleware sits in front of rmcp and fixes both,
-//! leaving every other request untouched.
+//! leaving every other request untouched. Reading the body, it also holds
+//! the body's deadline (408 when the client stops sending) and marks an
+//! `initialize` request for the session cap ([`OpensSession`]).
 
 use axum::body::{to_bytes, Body, Bytes};
 use axum::extract::Request;
@@ -14,6 +16,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use rmcp::model::ClientJsonRpcMessage;
 use serde_json::{json, Value};
+use std::time::Duration;
+
+use super::http_sessions::OpensSession;
 
 /// JSON-RPC "Parse error": the body is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -100,9 +105,21 @@ fn jsonrpc_error(code: i64, message: String, id: Value) -> Response {
     response
 }
 
+/// Whether `message` (already judged a JSON-RPC message) is an `initialize` request.
+fn is_initialize(message: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: Option<String>,
+        id: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Head>(message)
+        .is_ok_and(|h| h.id.is_some() && h.method.as_deref() == Some("initialize"))
+}
+
 /// The middleware: checks JSON POST bodies (at most `max_body` bytes, the
-/// size cap applied outside it) and turns a successful `DELETE`'s 202 into 204.
-pub async fn edge(max_body: usize, request: Request, next: Next) -> Response {
+/// size cap applied outside it, arriving within `body_time`) and turns a
+/// successful `DELETE`'s 202 into 204.
+pub async fn edge(max_body: usize, body_time: Duration, request: Request, next: Next) -> Response {
     if request.method() == Method::DELETE {
         let mut response = next.run(request).await;
         if response.status() == StatusCode::ACCEPTED {
@@ -117,9 +134,24 @@ pub async fn edge(max_body: usize, request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes: Bytes = match to_bytes(body, max_body).await {
-        Ok(b) => b,
+    let bytes: Bytes = match tokio::time::timeout(body_time, to_bytes(body, max_body)).await {
+        Ok(Ok(b)) => b,
         Err(_) => {
+            tracing::warn!("a request body did not arrive in time");
+            let mut response = (
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "Request Timeout: the body did not arrive within {} s",
+                    body_time.as_secs_f64()
+                ),
+            )
+                .into_response();
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
+        }
+        Ok(Err(_)) => {
             return (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!("Payload Too Large: request body exceeds {max_body} bytes"),
@@ -129,8 +161,12 @@ pub async fn edge(max_body: usize, request: Request, next: Next) -> Response {
     };
     match judge_message(&bytes, "body") {
         BodyVerdict::Forward => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
+            let opens = is_initialize(&bytes);
+            let mut request = Request::from_parts(parts, Body::from(bytes));
+            if opens {
+                request.extensions_mut().insert(OpensSession);
+            }
+            next.run(request).await
         }
         BodyVerdict::Refuse { code, message, id } => jsonrpc_error(code, message, id),
     }

@@ -16,8 +16,11 @@ mod databases;
 mod db;
 mod error_text;
 pub mod http;
+mod http_auth;
 mod http_conn;
 mod http_edge;
+pub mod http_sessions;
+pub mod http_token;
 mod merge_tool;
 pub mod prompts;
 mod readable;
@@ -27,6 +30,7 @@ mod schema_lint;
 pub mod server;
 mod sql;
 mod sql_cells;
+pub mod sql_gate;
 pub mod stdio;
 mod tool_calls;
 
@@ -48,6 +52,8 @@ pub struct Config {
     pub capture_limits: capture::CaptureLimits,
     /// Limits for `run_sql`.
     pub sql_limits: SqlLimits,
+    /// How many `run_sql` queries may run at once.
+    pub sql_concurrency: sql_gate::SqlConcurrency,
 }
 
 /// Finalises every capture the server started (the way `stop_trace` does)

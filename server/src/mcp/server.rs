@@ -6,6 +6,7 @@ use super::cache::ResultCache;
 use super::capture::Capture;
 use super::db::{run_job, DbPool, JobError, Pools};
 use super::prompts::Prompts;
+use super::sql_gate::{SessionSqlSlots, SqlGate};
 use super::Config;
 use ingero_store::TraceDb;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -61,6 +62,8 @@ pub struct Shared {
     pub arguments: super::arguments::ArgumentCheck,
     /// Results of analysis tools, reused while the file is unchanged.
     pub cache: ResultCache,
+    /// The server-wide cap on `run_sql` queries running at once.
+    pub sql_gate: SqlGate,
 }
 
 /// One MCP session's handler (cheap to create: stateless HTTP makes one per request).
@@ -69,6 +72,8 @@ pub struct IngeroMcp {
     pub(crate) shared: Arc<Shared>,
     /// The database this session reads when a tool is given no `db`.
     current: Arc<RwLock<Arc<DbPool>>>,
+    /// This session's cap on `run_sql` queries running at once.
+    pub(crate) sql_slots: SessionSqlSlots,
 }
 
 impl IngeroMcp {
@@ -84,13 +89,14 @@ impl IngeroMcp {
         super::capture_tools::state_limits(&mut router, &config.capture_limits);
         let arguments = super::tool_calls::argument_check(&router)?;
         Ok(Arc::new(Shared {
-            config,
             pools: Pools::default(),
             capture,
             prompts,
             router,
             arguments,
             cache: ResultCache::default(),
+            sql_gate: SqlGate::new(config.sql_concurrency),
+            config,
         }))
     }
 
@@ -98,6 +104,7 @@ impl IngeroMcp {
     pub fn new(shared: Arc<Shared>) -> IngeroMcp {
         let pool = shared.pools.get(&shared.config.default_db);
         IngeroMcp {
+            sql_slots: shared.sql_gate.session_slots(),
             shared,
             current: Arc::new(RwLock::new(pool)),
         }

@@ -80,12 +80,20 @@ impl IngeroMcp {
             Ok(p) => p,
             Err(r) => return Ok(r),
         };
+        let permit = tokio::select! {
+            started = self.shared.sql_gate.start(&self.sql_slots) => match started {
+                Ok(p) => p,
+                Err(busy) => return Ok(failure(busy.to_string())),
+            },
+            () = ctx.ct.cancelled() => return Ok(failure("cancelled by the client".to_string())),
+        };
         let sql = args.sql;
         let out = self
             .run_on(pool, &ctx, "run_sql", move |db| {
                 run_sql(db, &sql, &limits, None)
             })
             .await;
+        drop(permit);
         match out {
             Err(r) => Ok(r),
             Ok(Err(e)) => Ok(failure(e.to_string())),
