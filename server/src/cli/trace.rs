@@ -263,10 +263,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if summary.reason == StopReason::WriterFailed {
         eprintln!("{}", writer_failed_line(&summary));
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&summary)?)
     } else {
-        print!("{}", render::summary(&summary));
+        render::summary(&summary)
+    };
+    // stdout may sit on the very disk that filled: say so, never panic.
+    let printed = std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .and_then(|()| std::io::stdout().lock().flush());
+    if let Err(e) = printed {
+        eprintln!("ingero: cannot print the capture summary: {e}");
     }
     if let Some(e) = &summary.status.error {
         anyhow::bail!("the trace database is incomplete: {e}");
