@@ -79,7 +79,7 @@ impl WriterFailure {
 /// The reason recorded when the configured duration ends the capture.
 pub fn duration_elapsed(d: Duration) -> String {
     let ms = d.as_millis();
-    let text = if ms % 1000 == 0 {
+    let text = if ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{:.1} s", d.as_secs_f64())
