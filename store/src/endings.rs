@@ -10,9 +10,14 @@ use serde::Serialize;
 pub struct SessionEnding {
     /// Session id.
     pub session_id: i64,
-    /// Start, epoch ns (0 when unknown).
+    /// Start, epoch ns, as a decimal string (exact); 0 when unknown.
+    #[serde(with = "crate::epoch_ns")]
+    #[schemars(with = "crate::epoch_ns::EpochNsText")]
     pub started_ns: i64,
-    /// Stop, epoch ns; 0 when the session was never finalised.
+    /// Stop, epoch ns, as a decimal string (exact); 0 when the session was
+    /// never finalised.
+    #[serde(with = "crate::epoch_ns")]
+    #[schemars(with = "crate::epoch_ns::EpochNsText")]
     pub stopped_ns: i64,
     /// Why it ended, in the capture's words; empty when the file does not
     /// say (written before version 10), `running` when it never finalised.
