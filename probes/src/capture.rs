@@ -14,6 +14,7 @@ use crate::poller::{self, PollerConfig, StackRoute};
 use crate::stacks::python::{self as py_sampler, LivePids, PythonLinks};
 use crate::stacks::{spawn_symbolizer, StackStatus};
 use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats, LossBreakdown};
+use crate::stop::{StopRequest, WriterFailure};
 use crate::{preflight, procs, sysinfo, writer};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -66,9 +67,17 @@ pub struct StopHandle {
 }
 
 impl StopHandle {
-    /// Asks the capture to stop; `CaptureHandle::wait` then returns.
+    /// Asks the capture to stop; `CaptureHandle::wait` then returns. The
+    /// file records the ending as "stop requested".
     pub fn stop(&self) {
-        self.shared.stop.store(true, Ordering::Release);
+        self.request_stop(crate::stop::REQUESTED);
+    }
+
+    /// Asks the capture to stop for `reason` ("SIGTERM", "stop_trace
+    /// requested"), which the file records as its `stop_reason` (the first
+    /// reason given wins).
+    pub fn request_stop(&self, reason: &str) {
+        self.shared.stop.request(reason);
     }
 }
 
@@ -163,7 +172,14 @@ impl CaptureHandle {
 
     /// Stops now: detaches the probes, writes the last batch, closes the database.
     pub fn stop(self) -> Result<CaptureSummary, CaptureError> {
-        self.shared.stop.store(true, Ordering::Release);
+        self.stop_because(crate::stop::REQUESTED)
+    }
+
+    /// Stops now as [`CaptureHandle::stop`] does, recording `reason` as
+    /// the file's `stop_reason` (unless the capture was already stopping
+    /// for another).
+    pub fn stop_because(self, reason: &str) -> Result<CaptureSummary, CaptureError> {
+        self.shared.stop.request(reason);
         self.wait()
     }
 
@@ -365,6 +381,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     let gpu_status = Arc::new(Mutex::new(GpuSamplerStatus::default()));
     let stats = Arc::new(Mutex::new(LiveStats::default()));
     let written = Arc::new(AtomicU64::new(0));
+    let writer_failure = Arc::new(WriterFailure::default());
     let shared = Arc::new(Shared {
         started: Instant::now(),
         state: Mutex::new(CaptureState::Running),
@@ -379,7 +396,8 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         ),
         db: config.db.clone(),
         error: Mutex::new(None),
-        stop: AtomicBool::new(false),
+        stop: StopRequest::default(),
+        writer_failure: writer_failure.clone(),
         warnings,
         gpu: gpu_status.clone(),
         traced: traced.clone(),
@@ -392,7 +410,8 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
     let (wtx, wrx) = sync_channel(WRITER_QUEUE);
     let (ntx, nrx) = sync_channel(NOTICE_QUEUE);
     let io = |e: std::io::Error| CaptureError::Internal(format!("cannot start a thread: {e}"));
-    let writer_thread = writer::spawn(tw, wrx, written, stats.clone()).map_err(io)?;
+    let writer_thread =
+        writer::spawn(tw, wrx, written, stats.clone(), writer_failure).map_err(io)?;
     for pid in &scan {
         if !trace_all {
             if let Some(p) = procs::process_info(*pid, started_ns) {
@@ -498,6 +517,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         root,
         trace_all,
         deadline: config.duration.map(|d| Instant::now() + d),
+        duration: config.duration,
         clock,
         started_ns,
         failed_libs,

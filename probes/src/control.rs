@@ -14,6 +14,7 @@ use crate::poller::Notice;
 use crate::procs;
 use crate::stacks::python::LivePids;
 use crate::status::{CaptureState, CaptureSummary, LiveStats, LossBreakdown, StopReason};
+use crate::stop::{StopRequest, WriterFailure};
 use crate::sysinfo::Sampler;
 use crate::warnings::Warnings;
 use crate::writer::{WriterMsg, WriterReport};
@@ -45,8 +46,10 @@ pub struct Shared {
     pub db: PathBuf,
     /// Error that ended the capture.
     pub error: Mutex<Option<String>>,
-    /// Set to ask the capture to stop.
-    pub stop: AtomicBool,
+    /// Set to ask the capture to stop, with the reason.
+    pub stop: StopRequest,
+    /// The writer's first storage error: the capture stops at once.
+    pub writer_failure: Arc<WriterFailure>,
     /// Libraries not probed, fallbacks: shown in the status and summary.
     pub warnings: Arc<Warnings>,
     /// The GPU sampler's counters and cost.
@@ -95,6 +98,8 @@ pub struct Control {
     pub trace_all: bool,
     /// Stop after this instant.
     pub deadline: Option<Instant>,
+    /// The capture's configured length (what the ending says).
+    pub duration: Option<Duration>,
     /// Kernel to epoch time.
     pub clock: Clock,
     /// Session start, epoch ns.
@@ -167,7 +172,10 @@ impl Control {
                     }
                 }
             }
-            if self.shared.stop.load(Ordering::Acquire) {
+            if self.shared.writer_failure.is_set() {
+                break StopReason::WriterFailed;
+            }
+            if self.shared.stop.requested() {
                 break StopReason::Requested;
             }
             if self.deadline.is_some_and(|d| now >= d) {
@@ -616,7 +624,11 @@ impl Control {
         let stacks_ok = python_ok & self.symbolizer.take().is_none_or(|h| h.join().is_ok());
         timer.mark("symboliser ended");
         self.record_stack_sources();
-        self.send(WriterMsg::Finish(stopped_ns));
+        let stop_text = self.stop_text(reason, command_exit);
+        self.send(WriterMsg::Finish {
+            stopped_ns,
+            reason: stop_text.clone(),
+        });
         let report = self
             .writer_thread
             .take()
@@ -651,10 +663,42 @@ impl Control {
             status: crate::capture::status_of(&self.shared),
             session_id: report.session_id,
             started_ns: self.started_ns,
-            stopped_ns,
+            stopped_ns: report.stopped_ns,
             reason,
+            stop_text,
+            stop_recorded: report.reason_recorded,
             command_exit,
         })
+    }
+}
+
+impl Control {
+    /// Why the capture ended, as the file records it.
+    fn stop_text(&self, reason: StopReason, command_exit: Option<i32>) -> String {
+        match reason {
+            StopReason::Requested => self
+                .shared
+                .stop
+                .reason()
+                .unwrap_or_else(|| crate::stop::REQUESTED.into()),
+            StopReason::Duration => self
+                .duration
+                .map(crate::stop::duration_elapsed)
+                .unwrap_or_else(|| "duration elapsed".into()),
+            StopReason::TargetExited => match (command_exit, self.root) {
+                (None, Some(pid)) => format!("traced process {pid} exited"),
+                _ => crate::stop::command_exited(command_exit),
+            },
+            StopReason::WriterFailed => {
+                let error = self
+                    .shared
+                    .writer_failure
+                    .fault()
+                    .map(|f| f.error)
+                    .unwrap_or_else(|| "unknown error".into());
+                crate::stop::writer_failed(&error)
+            }
+        }
     }
 }
 

@@ -38,6 +38,7 @@ pub mod procs;
 pub mod render;
 pub mod stacks;
 pub mod status;
+pub mod stop;
 pub mod sysinfo;
 pub mod warnings;
 mod writer;

@@ -101,10 +101,16 @@ pub fn table(s: &CaptureStatus) -> String {
 /// The final report printed when a capture ends.
 pub fn summary(s: &CaptureSummary) -> String {
     let mut out = table(&s.status);
-    let why = match s.reason {
+    let fallback = match s.reason {
         StopReason::Requested => "stopped on request",
         StopReason::Duration => "duration elapsed",
         StopReason::TargetExited => "traced process exited",
+        StopReason::WriterFailed => "writer failed",
+    };
+    let why = if s.stop_text.is_empty() {
+        fallback
+    } else {
+        s.stop_text.as_str()
     };
     let _ = write!(
         out,
@@ -396,6 +402,8 @@ mod tests {
             started_ns: 0,
             stopped_ns: 1,
             reason: StopReason::Duration,
+            stop_text: String::new(),
+            stop_recorded: true,
             command_exit: Some(0),
         });
         assert!(s.contains("duration elapsed") && s.contains("command exit status 0"));
@@ -428,6 +436,8 @@ mod tests {
             started_ns: 0,
             stopped_ns: 1,
             reason: StopReason::TargetExited,
+            stop_text: String::new(),
+            stop_recorded: true,
             command_exit: None,
         });
         assert!(s.contains("1,500 records were dropped") && s.contains("--ring-size"));
@@ -464,6 +474,8 @@ mod tests {
             started_ns: 0,
             stopped_ns: 1,
             reason: StopReason::Requested,
+            stop_text: String::new(),
+            stop_recorded: true,
             command_exit: None,
         };
         let s = summary(&sum);

@@ -195,6 +195,12 @@ pub struct CaptureSummary {
     pub stopped_ns: i64,
     /// Why the capture ended.
     pub reason: StopReason,
+    /// Why, in the words recorded in the file's `sessions.stop_reason`
+    /// ("SIGTERM", "duration 10 s elapsed", "writer failed: ...").
+    pub stop_text: String,
+    /// Whether the stop time and `stop_text` made it into the file (not
+    /// when even that small update failed, on a full disk).
+    pub stop_recorded: bool,
     /// Exit status of the traced command (launched captures only).
     pub command_exit: Option<i32>,
 }
@@ -209,6 +215,10 @@ pub enum StopReason {
     Duration,
     /// The traced command or process exited.
     TargetExited,
+    /// The database could not be written: the capture stopped at the
+    /// writer's first error, and `stopped_ns` is the last instant the file
+    /// holds in full.
+    WriterFailed,
 }
 
 #[derive(Debug, Default)]

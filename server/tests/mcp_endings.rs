@@ -138,5 +138,17 @@ fn every_ending_of_the_server_finalises_its_capture() {
         let _ = job.wait();
         assert!(status.success(), "{ending}: the server exited {status:?}");
         common::assert_finalised(&dir.path().join(&name), ending);
+        // The file says which ending it was.
+        let expected = match ending {
+            "eof" => "MCP client disconnected (stdin closed)".to_string(),
+            signal => format!("server shutting down (SIG{signal})"),
+        };
+        let said: String = rusqlite::Connection::open_with_flags(
+            dir.path().join(&name),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .and_then(|c| c.query_row("SELECT stop_reason FROM sessions", [], |r| r.get(0)))
+        .expect("read the session");
+        assert_eq!(said, expected, "{ending}");
     }
 }

@@ -130,7 +130,7 @@ CREATE TEMP VIEW sessions AS SELECT id, {host_col} AS host, kernel, cpu_model, c
     mem_total AS mem_total_mb, gpu_model, gpu_driver, started_at AS started_ns,
     stopped_at AS stopped_ns,
     CASE WHEN pid_filter = '' THEN '[]' ELSE '[' || pid_filter || ']' END AS target_pids,
-    '' AS command, ingero_ver AS tool_version
+    '' AS command, ingero_ver AS tool_version, '' AS stop_reason
   FROM src.sessions;
 CREATE TEMP VIEW cuda_calls AS SELECT e.rowid AS id, {session_expr} AS session_id,
     e.timestamp AS ts_ns, e.pid, e.tid, m.op_id, e.duration AS dur_ns,

@@ -251,6 +251,10 @@ pub const COLUMNS_V8: &[(&str, &str, &str)] = &[
     ("aggregates", "estimated_bound_ns", "0"),
 ];
 
+/// Columns added in schema version 10 (why a capture ended): an older
+/// file did not say, which reads as unknown (`''`).
+pub const COLUMNS_V10: &[(&str, &str, &str)] = &[("sessions", "stop_reason", "''")];
+
 /// Tables whose rows carry a pid, and so (from version 7) the node and rank
 /// of that process.
 pub const PID_TABLES: &[&str] = &[
@@ -274,6 +278,7 @@ pub const ADDED_COLUMNS: &[(i64, &[AddedColumn])] = &[
     (6, COLUMNS_V6),
     (7, COLUMNS_V7),
     (8, COLUMNS_V8),
+    (10, COLUMNS_V10),
 ];
 
 /// A column added to an existing table: `(table, column, value an older
@@ -441,7 +446,20 @@ ALTER TABLE aggregates ADD COLUMN nested_small_launches INTEGER NOT NULL DEFAULT
     concat!(nccl_tables_v7!(), rank_columns_v7!()),
     BOUNDED_LAUNCHES_SQL,
     LAUNCH_LEVEL_TABLE_SQL,
+    STOP_REASON_SQL,
 ];
+
+/// Column added in schema version 10: why each capture ended, in the
+/// capture's own words.
+pub const STOP_REASON_SQL: &str = r#"
+-- Version 10: why the capture ended, written when it finalised: a signal ('SIGTERM', 'SIGINT',
+-- 'SIGHUP'), 'traced command exited (status N)', 'traced process N exited', 'duration 10 s
+-- elapsed', 'size limit reached', 'stop_trace requested', 'MCP client disconnected (stdin
+-- closed)', 'server shutting down (SIGTERM)', 'writer failed: <error>' (the capture stopped at
+-- its first storage error; stopped_ns is then the last instant the file holds in full). 'running'
+-- while it records; '' = not said (a file written before version 10).
+ALTER TABLE sessions ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
+"#;
 
 /// Table added in schema version 9: when a capture stopped (and started
 /// again) probing the runtime's launch functions, which changes what their

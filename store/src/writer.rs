@@ -99,23 +99,25 @@ fn cuda_row(session_id: i64, c: &CudaCall) -> [i64; 19] {
 /// at any moment leaves a readable file holding all earlier batches.
 pub struct TraceWriter {
     pub(crate) conn: Connection,
-    path: PathBuf,
+    pub(crate) path: PathBuf,
     session_id: i64,
     policy: RawPolicy,
     pending: Aggregator,
     kept_this_bucket: HashMap<AggKey, u32>,
     current_bucket: i64,
-    activity: ActivityTracker,
+    pub(crate) activity: ActivityTracker,
     /// Threads seen making CUDA calls: their context switches are always kept.
     cuda_threads: HashSet<(i32, i32)>,
     /// Interned stacks and per-second stack sample counts ([`crate::writer_stacks`]).
     pub(crate) stacks: crate::writer_stacks::StackState,
     /// Sequence numbers and keys of NCCL communicators ([`crate::writer_nccl`]).
     pub(crate) nccl: crate::writer_nccl::NcclState,
+    /// Room kept on the file system to record the stop ([`crate::reserve`]).
+    pub(crate) reserve: crate::reserve::Reserve,
 }
 
 /// Columns of a `cuda_activity` row, in the order of [`activity_row`].
-const ACTIVITY_COLUMNS: [&str; 12] = [
+pub(crate) const ACTIVITY_COLUMNS: [&str; 12] = [
     "session_id",
     "pid",
     "tid",
@@ -130,7 +132,7 @@ const ACTIVITY_COLUMNS: [&str; 12] = [
     "other_ns",
 ];
 
-fn activity_row(session_id: i64, s: &ActivitySpan) -> [i64; 12] {
+pub(crate) fn activity_row(session_id: i64, s: &ActivitySpan) -> [i64; 12] {
     [
         session_id,
         i64::from(s.pid),
@@ -210,8 +212,8 @@ impl PreparedDb {
         let PreparedDb { conn, path, .. } = self;
         conn.execute(
             "INSERT INTO sessions(host, kernel, cpu_model, cpu_cores, mem_total_mb, gpu_model, \
-             gpu_driver, started_ns, stopped_ns, target_pids, command, tool_version) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             gpu_driver, started_ns, stopped_ns, target_pids, command, tool_version, stop_reason) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'running')",
             params![
                 info.host,
                 info.kernel,
@@ -228,6 +230,7 @@ impl PreparedDb {
             ],
         )?;
         let session_id = conn.last_insert_rowid();
+        let reserve = crate::reserve::Reserve::hold(&path);
         Ok(TraceWriter {
             conn,
             path,
@@ -240,6 +243,7 @@ impl PreparedDb {
             cuda_threads: HashSet::new(),
             stacks: Default::default(),
             nccl: Default::default(),
+            reserve,
         })
     }
 }
@@ -497,46 +501,6 @@ impl TraceWriter {
             params![self.session_id, model, driver],
         )?;
         Ok(())
-    }
-
-    /// Marks the session stopped and folds the WAL into the main file, so the
-    /// database is a single self-contained file that opens read-only anywhere.
-    pub fn finish(mut self, stopped_ns: i64) -> Result<PathBuf> {
-        let spans = std::mem::take(&mut self.activity).finish();
-        let rows: Vec<[i64; 12]> = spans
-            .iter()
-            .map(|s| activity_row(self.session_id, s))
-            .collect();
-        {
-            let tx = self.conn.transaction()?;
-            insert_rows(&tx, "cuda_activity", &ACTIVITY_COLUMNS, &rows)?;
-            tx.commit()?;
-        }
-        self.conn.execute(
-            "UPDATE sessions SET stopped_ns = ?2 WHERE id = ?1",
-            params![self.session_id, stopped_ns],
-        )?;
-        // Leave a single self-contained file. Best effort: while a reader
-        // has the capture open (an MCP server following it live) SQLite
-        // refuses the switch; the file then stays in WAL mode, complete
-        // and readable, and its last connection folds the log back in.
-        let busy = |e: &rusqlite::Error| {
-            matches!(
-                e.sqlite_error_code(),
-                Some(rusqlite::ErrorCode::DatabaseBusy)
-            )
-        };
-        let tidy = self
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .and_then(|()| {
-                self.conn
-                    .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
-            });
-        match tidy {
-            Err(e) if !busy(&e) => Err(e.into()),
-            _ => Ok(self.path),
-        }
     }
 }
 

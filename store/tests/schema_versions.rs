@@ -160,3 +160,43 @@ fn a_second_reader_presents_the_same_tables_or_is_refused() {
     .expect("open ingero");
     assert!(ingero.reader().is_none());
 }
+
+#[test]
+fn the_stop_reason_is_recorded_and_reads_as_unknown_in_older_files() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("reason.db");
+    let info = SessionInfo {
+        started_ns: 1_000_000_000,
+        ..Default::default()
+    };
+    let mut w = TraceWriter::create(&path, &info, RawPolicy::All).expect("create");
+    let call = CudaCall {
+        ts_ns: 1_100_000_000,
+        pid: 1,
+        tid: 1,
+        op_id: 1,
+        dur_ns: 10,
+        copy_kind: -1,
+        ..Default::default()
+    };
+    w.write_batch(&[Event::Cuda(call)]).expect("write");
+    w.finish_because(2_200_000_000, "SIGTERM").expect("finish");
+    let db = TraceDb::open(&path).expect("open");
+    let endings = ingero_store::endings::session_endings(db.conn()).expect("endings");
+    assert_eq!(endings[0].stop_reason, "SIGTERM");
+    assert_eq!(
+        endings[0].sentence().as_deref(),
+        Some("stopped at +1.2 s: SIGTERM")
+    );
+    drop(db);
+    // The same file as version 9 wrote it: no column, read as unknown.
+    let conn = rusqlite::Connection::open(&path).expect("open rw");
+    conn.execute_batch("ALTER TABLE sessions DROP COLUMN stop_reason; PRAGMA user_version = 9;")
+        .expect("downgrade");
+    drop(conn);
+    let old = TraceDb::open(&path).expect("open the older file");
+    let endings = ingero_store::endings::session_endings(old.conn()).expect("endings");
+    assert_eq!(endings[0].stop_reason, "");
+    assert_eq!(endings[0].sentence(), None);
+    assert!(columns(&old, "sessions").iter().any(|c| c == "stop_reason"));
+}

@@ -40,6 +40,9 @@ pub struct CaptureSummary {
     pub raw_cuda_rows: i64,
     /// Raw host event rows in the file.
     pub raw_host_rows: i64,
+    /// How each session ended: its stop time and the reason the capture
+    /// recorded (empty reason: the file does not say).
+    pub endings: Vec<ingero_store::SessionEnding>,
 }
 
 /// Everything `explain` knows about a window of a trace.
@@ -87,6 +90,7 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
     };
     let raw_cuda_rows: i64 = conn.query_row(cuda_sql, [], |r| r.get(0)).map_err(q)?;
     let raw_host_rows: i64 = conn.query_row(host_sql, [], |r| r.get(0)).map_err(q)?;
+    let endings = ingero_store::endings::session_endings(conn).map_err(q)?;
     let span = db.span();
     let capture = CaptureSummary {
         path: db.path().display().to_string(),
@@ -100,6 +104,7 @@ pub fn explain(db: &TraceDb, scope: &Scope) -> Result<Report> {
         duration_s: span.duration_ns() as f64 / 1e9,
         raw_cuda_rows,
         raw_host_rows,
+        endings,
     };
     // The chains are computed from the loaded data alone: on another thread,
     // beside the breakdown, which still reads the database on this one.
@@ -184,6 +189,14 @@ fn limits_of(
             "Session {} has no stop time: it is still being recorded, or the recorder was killed before it finished (the events of its last fraction of a second may be missing).",
             ids.join(", ")
         ));
+    }
+    for e in &capture.endings {
+        if let (Some(sentence), true) = (e.sentence(), e.stop_reason.starts_with("writer failed")) {
+            out.push(format!(
+                "Session {} {sentence}: the capture stopped there, and what the traced processes did afterwards is not in the file.",
+                e.session_id
+            ));
+        }
     }
     if ds.unfinished_calls > 0 {
         out.push(format!(

@@ -33,6 +33,11 @@ pub fn report_text(r: &Report) -> String {
             .map(|n| format!(", {n} CPUs"))
             .unwrap_or_default(),
     );
+    for e in &c.endings {
+        if let Some(sentence) = e.sentence() {
+            let _ = writeln!(s, "Session {} {sentence}", e.session_id);
+        }
+    }
     if !r.window.whole_capture {
         let _ = writeln!(
             s,

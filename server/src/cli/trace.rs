@@ -8,11 +8,12 @@
 //! (in `status.warnings` with `--json`).
 
 mod live_log;
+mod signals;
 
 use crate::exit::BadArgument;
 use anyhow::Context;
 use ingero_probes::config::parse_ring_size;
-use ingero_probes::{render, start, CaptureConfig, Target};
+use ingero_probes::{render, start, CaptureConfig, CaptureSummary, StopReason, Target};
 use ingero_store::RawPolicy;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -227,17 +228,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let stopper = handle.stopper();
     // SIGINT, SIGTERM and SIGHUP (Ctrl-C, `timeout`, `docker stop`, systemd,
     // a closed terminal) all end the capture the same way: probes detached,
-    // last batch written, stop time set, summary printed. A second signal
-    // aborts at once.
-    let signals = std::sync::atomic::AtomicUsize::new(0);
-    ctrlc::set_handler(move || {
-        if signals.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
-            eprintln!("ingero: second signal, aborting without finalising the capture");
-            std::process::exit(130);
-        }
-        stopper.stop();
-    })
-    .context("installing the signal handler")?;
+    // last batch written, stop time and the signal's name recorded, summary
+    // printed. A second signal aborts at once.
+    signals::install(move |name| stopper.request_stop(name))
+        .context("installing the signal handlers")?;
 
     let mut drawn_lines = 0usize;
     let mut next_draw = Instant::now();
@@ -266,15 +260,44 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let _ = write!(std::io::stderr(), "\x1b[{drawn_lines}A\x1b[J");
     }
     drop(logs);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+    if summary.reason == StopReason::WriterFailed {
+        eprintln!("{}", writer_failed_line(&summary));
+    }
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&summary)?)
     } else {
-        print!("{}", render::summary(&summary));
+        render::summary(&summary)
+    };
+    // stdout may sit on the very disk that filled: say so, never panic.
+    let printed = std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .and_then(|()| std::io::stdout().lock().flush());
+    if let Err(e) = printed {
+        eprintln!("ingero: cannot print the capture summary: {e}");
     }
     if let Some(e) = &summary.status.error {
         anyhow::bail!("the trace database is incomplete: {e}");
     }
     Ok(())
+}
+
+/// What `trace` says when the database could not be written and the
+/// capture stopped for it: which file, why, and how far the file is whole.
+fn writer_failed_line(s: &CaptureSummary) -> String {
+    let error = s
+        .stop_text
+        .strip_prefix("writer failed: ")
+        .unwrap_or(&s.stop_text);
+    let held = (s.stopped_ns - s.started_ns).max(0) as f64 / 1e9;
+    let mut line = format!(
+        "ingero: stopping the capture: cannot write to {}: {error}; the file holds everything up to +{held:.1} s",
+        s.status.db.display()
+    );
+    if !s.stop_recorded {
+        line.push_str(" (its stop time and reason could not be recorded)");
+    }
+    line
 }
 
 #[cfg(test)]

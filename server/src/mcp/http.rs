@@ -323,49 +323,55 @@ pub async fn serve(config: Config, options: HttpOptions) -> anyhow::Result<()> {
     // One stable line for scripts (the port is known only now when 0 was asked).
     eprintln!("ingero mcp: listening on http://{local}/mcp");
     let stop = ct.clone();
+    let signal = Arc::new(std::sync::Mutex::new("SIGTERM"));
+    let got = Arc::clone(&signal);
     super::http_conn::serve_with_lingering_close(
         listener,
         router,
         options.request_timeout,
         async move {
-            shutdown_signal().await;
+            let name = shutdown_signal().await;
+            if let Ok(mut slot) = got.lock() {
+                *slot = name;
+            }
             stop.cancel();
         },
     )
     .await;
-    super::finish_captures(&shared).await;
+    let name = signal.lock().map(|s| *s).unwrap_or("SIGTERM");
+    super::finish_captures(&shared, &format!("server shutting down ({name})")).await;
     Ok(())
 }
 
 /// Waits for SIGINT, SIGTERM or SIGHUP (Ctrl-C, `timeout`, `docker stop`,
-/// systemd, a closed terminal).
-pub(crate) async fn shutdown_signal() {
+/// systemd, a closed terminal); returns the signal's name.
+pub(crate) async fn shutdown_signal() -> &'static str {
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-        let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
-        match hup {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return "SIGINT";
+            }
+        };
+        match signal(SignalKind::hangup()) {
             Ok(mut hup) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-                _ = hup.recv() => {}
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+                _ = hup.recv() => "SIGHUP",
             },
             Err(_) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
             },
         }
     }
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
     }
 }
 

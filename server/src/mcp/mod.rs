@@ -58,10 +58,12 @@ pub struct Config {
 
 /// Finalises every capture the server started (the way `stop_trace` does)
 /// before it exits, however the session ended: a stdio client's EOF, a
-/// signal, the HTTP server's shutdown. Says on stderr which it stopped.
-pub(crate) async fn finish_captures(shared: &std::sync::Arc<server::Shared>) {
+/// signal, the HTTP server's shutdown. `reason` is what their files record
+/// as the ending. Says on stderr which it stopped.
+pub(crate) async fn finish_captures(shared: &std::sync::Arc<server::Shared>, reason: &str) {
     let shared = std::sync::Arc::clone(shared);
-    let stopped = tokio::task::spawn_blocking(move || shared.capture.stop_all())
+    let reason = reason.to_string();
+    let stopped = tokio::task::spawn_blocking(move || shared.capture.stop_all(&reason))
         .await
         .unwrap_or_default();
     for name in stopped {

@@ -43,14 +43,24 @@ where
     tracing::info!("serving MCP on stdio");
     // A signal ends the session as the client's EOF does.
     let cancel = running.cancellation_token();
+    let signalled = Arc::new(std::sync::Mutex::new(None::<&'static str>));
+    let got = Arc::clone(&signalled);
     let signals = tokio::spawn(async move {
-        super::http::shutdown_signal().await;
+        let name = super::http::shutdown_signal().await;
+        if let Ok(mut slot) = got.lock() {
+            *slot = Some(name);
+        }
         cancel.cancel();
     });
     let reason = running.waiting().await?;
     signals.abort();
     tracing::info!(?reason, "stdio session ended");
-    super::finish_captures(&shared).await;
+    // What the captures' files record as their ending.
+    let ending = match signalled.lock().ok().and_then(|s| *s) {
+        Some(name) => format!("server shutting down ({name})"),
+        None => "MCP client disconnected (stdin closed)".to_string(),
+    };
+    super::finish_captures(&shared, &ending).await;
     reader.abort();
     // rmcp's pipe is closed now: the relay ends, then the writer drains.
     let _ = relay.await;

@@ -27,6 +27,9 @@ use std::time::Duration;
 use view::CaptureBrief;
 use watch::SizeWatch;
 
+/// The ending a capture stopped by `stop_trace` records.
+const STOP_TRACE: &str = "stop_trace requested";
+
 /// Finished captures remembered for get_trace_status, besides running ones.
 const KEEP_FINISHED: usize = 16;
 
@@ -274,22 +277,23 @@ impl Capture {
                 }
             }
         };
-        self.finish(&mut entries[at]);
+        self.finish(&mut entries[at], STOP_TRACE);
         Ok(self.report(&entries, at))
     }
 
     /// Stops every running capture the way `stop_trace` does (probes
     /// detached, last batch written, stop time set, WAL checkpointed): the
     /// server calls it before it exits, whatever ended it. Returns the
-    /// databases it finalised.
-    pub fn stop_all(&self) -> Vec<String> {
+    /// databases it finalised. `reason` is what their files record as the
+    /// ending ("MCP client disconnected (stdin closed)").
+    pub fn stop_all(&self, reason: &str) -> Vec<String> {
         let Ok(mut entries) = self.entries.lock() else {
             return Vec::new();
         };
         let mut stopped = Vec::new();
         for e in entries.iter_mut() {
             if matches!(e.phase, Phase::Running(_)) {
-                self.finish(e);
+                self.finish(e, reason);
                 stopped.push(e.name.clone());
             }
         }
@@ -324,7 +328,8 @@ impl Capture {
     fn collect_finished(&self, entries: &mut Vec<Entry>) {
         for e in entries.iter_mut() {
             if matches!(&e.phase, Phase::Running(r) if r.handle.is_finished()) {
-                self.finish(e);
+                // Ended by itself: its own reason stands.
+                self.finish(e, STOP_TRACE);
             }
         }
         let finished = entries
@@ -339,8 +344,9 @@ impl Capture {
         });
     }
 
-    /// Stops `e` if it runs and records its final status.
-    fn finish(&self, e: &mut Entry) {
+    /// Stops `e` if it runs, for `reason` (unless it already ended for
+    /// another), and records its final status.
+    fn finish(&self, e: &mut Entry, reason: &str) {
         if matches!(e.phase, Phase::Done(_)) {
             return;
         }
@@ -352,7 +358,7 @@ impl Capture {
         let Phase::Running(r) = std::mem::replace(&mut e.phase, Phase::Done(Box::new(lost))) else {
             return;
         };
-        let result = r.handle.stop();
+        let result = r.handle.stop_because(reason);
         let size_reached = r.watch.map(SizeWatch::finish).unwrap_or(false);
         let status = match result {
             Ok(summary) => {
@@ -366,6 +372,7 @@ impl Capture {
                 );
                 s.stop_reason = Some(reason);
                 s.limit_reached = limit;
+                s.stopped = Some(view::stopped_sentence(&summary));
                 s
             }
             Err(err) => view::failed(&e.output, err.to_string(), self.limits.view()),

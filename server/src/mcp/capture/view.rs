@@ -42,10 +42,16 @@ pub struct CaptureStatus {
     /// Which launch levels are probed, once the runtime level has gone (how
     /// to read cudaLaunchKernel's count) or stays for good.
     pub launch_levels: Option<String>,
-    /// Why the capture ended, once it has: requested (stop_trace), duration
-    /// (the duration asked for), target_exited, max_duration or max_bytes
-    /// (an operator limit, see limit_reached).
+    /// Why the capture ended, once it has: requested (stop_trace, the
+    /// client's disconnect, the server's shutdown), duration (the duration
+    /// asked for), target_exited, writer_failed (the database could not be
+    /// written; the capture stopped at once), max_duration or max_bytes (an
+    /// operator limit, see limit_reached). `stopped` says it in full.
     pub stop_reason: Option<String>,
+    /// When and why it ended, as its file records it: "stopped at +1.2 s:
+    /// writer failed: database or disk is full", "stopped at +30.0 s:
+    /// stop_trace requested".
+    pub stopped: Option<String>,
     /// The operator limit that ended the capture, in a sentence; the
     /// database holds everything recorded up to then.
     pub limit_reached: Option<String>,
@@ -96,6 +102,7 @@ pub fn from_engine(
         libraries: s.libraries.clone(),
         launch_levels: ingero_probes::render::launch_levels_line(s),
         stop_reason: None,
+        stopped: None,
         limit_reached: None,
         error: s.error.clone(),
         limits,
@@ -121,11 +128,22 @@ pub fn failed(output: &Path, error: String, limits: LimitsView) -> CaptureStatus
         libraries: Vec::new(),
         launch_levels: None,
         stop_reason: None,
+        stopped: None,
         limit_reached: None,
         error: Some(error),
         limits,
         captures: Vec::new(),
     }
+}
+
+/// "stopped at +1.2 s: REASON", from the engine's summary.
+pub fn stopped_sentence(s: &ingero_probes::CaptureSummary) -> String {
+    let at = (s.stopped_ns - s.started_ns).max(0) as f64 / 1e9;
+    let mut line = format!("stopped at +{at:.1} s: {}", s.stop_text);
+    if !s.stop_recorded {
+        line.push_str(" (not recorded in the file: even that write failed)");
+    }
+    line
 }
 
 /// The database and its write-ahead log together, bytes (0 while absent).

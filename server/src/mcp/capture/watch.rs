@@ -13,6 +13,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// The ending a capture stopped by its size limit records.
+pub const SIZE_LIMIT_REACHED: &str = "size limit reached";
+
 /// How often the database size is looked at.
 const EVERY: Duration = Duration::from_millis(100);
 
@@ -37,7 +40,7 @@ impl SizeWatch {
                     if database_bytes(&db) >= max_bytes {
                         tracing::info!(db = %db.display(), max_bytes, "capture reached its size limit; stopping it");
                         r.store(true, Ordering::Release);
-                        stopper.stop();
+                        stopper.request_stop(SIZE_LIMIT_REACHED);
                         return;
                     }
                     std::thread::sleep(EVERY);
