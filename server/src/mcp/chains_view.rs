@@ -284,7 +284,7 @@ pub fn headline(r: &ChainReport) -> String {
             .enumerate()
             .map(|(i, c)| {
                 format!(
-                    "{}. {} (explains {} of the idle time)",
+                    "{}. {} (explains {} of the idle time in the loop)",
                     i + 1,
                     c.cause.name(),
                     pct(c.explained_share)
@@ -355,14 +355,14 @@ fn explains(r: &ChainReport, c: &CausalChain) -> String {
         .and_then(|pid| r.gpu_idle.iter().find(|p| p.pid == pid));
     match whole {
         Some(p) => format!(
-            "explains {} ({} of pid {}'s {} GPU idle time)",
+            "explains {} ({} of pid {}'s {} GPU idle time in its loop, first to last CUDA call)",
             ns(c.explained_ns),
             pct(c.explained_share),
             p.pid,
-            ns(p.host_wait_ns)
+            ns(p.loop_idle_ns())
         ),
         None => format!(
-            "explains {} ({} of the GPU idle time)",
+            "explains {} ({} of the GPU idle time in the loop)",
             ns(c.explained_ns),
             pct(c.explained_share)
         ),

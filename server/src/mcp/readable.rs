@@ -34,7 +34,7 @@ const WHOLES: &[(&str, &str, &str)] = &[
 const WHOLES_IN_WORDS: &[(&str, &str)] = &[
     (
         "explained_share",
-        "of the victim process's GPU idle time (its host_wait)",
+        "of the victim process's GPU idle time in its loop, first to last CUDA call (host_wait less before_first_call and after_last_call)",
     ),
     ("share_of_cuda_time", "of all time inside CUDA calls"),
 ];
