@@ -1,5 +1,6 @@
-//! Parses ring-buffer records (layouts in `bpf/ingero_events.h`) into store
-//! events and the lifecycle notices the control thread acts on.
+//! Parses ring-buffer records (layouts in `bpf/ingero_events.h`, mirrored
+//! by [`crate::records`]) into store events and the lifecycle notices the
+//! control thread acts on.
 
 use crate::clock::Clock;
 use crate::open_calls::RunVal;
@@ -12,6 +13,7 @@ use crate::stacks::RawStack;
 use bytemuck::Pod;
 use ingero_store::{CudaCall, HostEvent, HostKind, StackKind};
 
+// The `rec_cuda.flags` bits, still reachable where callers first found them.
 pub use crate::records::{REC_CUDA_DUR_ESTIMATED, REC_CUDA_NESTED};
 
 /// One decoded ring-buffer record.

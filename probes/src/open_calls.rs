@@ -11,6 +11,8 @@ use aya::maps::{HashMap as BpfHashMap, Map, MapData, MapError};
 use ingero_store::catalog::unfinished;
 use ingero_store::{CudaCall, LaunchRun};
 
+// The table layouts live with the other kernel layouts in `records`; they
+// stay reachable here, where the table is read.
 pub use crate::records::{CallVal, RunVal, ThreadCalls, CALL_SLOTS};
 
 impl ThreadCalls {

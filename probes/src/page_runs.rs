@@ -9,6 +9,8 @@ use crate::clock::Clock;
 use aya::maps::{Map, MapData, MapError, PerCpuArray};
 use ingero_store::{HostEvent, HostKind};
 
+// The layout lives with the other kernel layouts in `records`; it stays
+// reachable here, where the table is read.
 pub use crate::records::PageRun;
 
 impl PageRun {
