@@ -13,11 +13,22 @@
 //! The clang flags live in `bpf/cflags`, which `.ci/check-bpf-objects` reads
 //! too; clang runs from `bpf/` on a relative source name, so no absolute path
 //! reaches the objects and any clone builds the same bytes.
+//!
+//! It also reads the C layouts of the records and tables user space shares
+//! with the kernel (`build/c_layout.rs`) and writes `record_layout.rs` into
+//! `OUT_DIR`: size, alignment, field offset and field type checks that
+//! `src/records/` includes, so a header change not mirrored in Rust fails
+//! the build.
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+// Shared with tests/record_layout.rs, which uses the parts this does not.
+#[allow(dead_code)]
+#[path = "build/c_layout.rs"]
+mod c_layout;
 
 /// File in `bpf/prebuilt/` naming the clang that built the committed objects.
 const VERSION_FILE: &str = "clang-version";
@@ -35,6 +46,7 @@ fn main() {
         Some(dir) => PathBuf::from(dir).join("bpf"),
         None => fail("CARGO_MANIFEST_DIR is not set (build through cargo)"),
     };
+    layout_checks(&bpf, &out_dir);
     let prebuilt_only = switch("INGERO_BPF_PREBUILT");
     let update = switch("INGERO_BPF_UPDATE");
     if prebuilt_only && update {
@@ -89,6 +101,19 @@ fn main() {
         ),
     };
     println!("cargo:warning=BPF objects compiled from source with {version} ({verdict})");
+}
+
+/// Writes `record_layout.rs`, the checks of the Rust mirrors against the
+/// C layouts in `bpf`.
+fn layout_checks(bpf: &Path, out_dir: &Path) {
+    let read = |file: &str| {
+        let path = bpf.join(file);
+        fs::read_to_string(&path).map_err(|e| format!("cannot read {} ({e})", path.display()))
+    };
+    match c_layout::checks(read) {
+        Ok(source) => write(&out_dir.join("record_layout.rs"), source.as_bytes()),
+        Err(e) => fail(&e),
+    }
 }
 
 /// Sources `*.bpf.c` in `bpf`, sorted, each with its object name.

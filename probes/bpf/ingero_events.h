@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 OR GPL-2.0 */
 /*
- * Records the kernel programs put in the ring buffer. The Rust decoder
- * (probes/src/decode.rs) reads these layouts by offset; change both together.
+ * Records the kernel programs put in the ring buffer, mirrored field for field
+ * in probes/src/records/events.rs; the build fails until the two agree.
  */
 #ifndef INGERO_EVENTS_H
 #define INGERO_EVENTS_H

@@ -29,7 +29,7 @@
  * each new kernel tick). */
 #define PAGE_RUN_STAMP_EVERY 8
 
-/* One CPU's open run; count == 0 when none (layout: probes/src/page_runs.rs). */
+/* One CPU's open run; count == 0 when none (layout: probes/src/records/tables.rs). */
 struct page_run {
 	u32 pid;
 	u32 tid;

@@ -1,37 +1,20 @@
-//! Parses ring-buffer records (layouts in `bpf/ingero_events.h`) into store
-//! events and the lifecycle notices the control thread acts on.
+//! Parses ring-buffer records (layouts in `bpf/ingero_events.h`, mirrored
+//! by [`crate::records`]) into store events and the lifecycle notices the
+//! control thread acts on.
 
 use crate::clock::Clock;
+use crate::open_calls::RunVal;
 use crate::page_runs::PageRun;
+use crate::records::{
+    RecCuda, RecHost, RecLaunchRun, RecNotice, RecPages, RecProc, RecStack, REC_CUDA, REC_HOST,
+    REC_LAUNCH_RUN, REC_MAPEXEC, REC_PAGES, REC_PROC, REC_STACK, STACK_OFF_CPU, STACK_ON_CPU,
+};
 use crate::stacks::RawStack;
+use bytemuck::Pod;
 use ingero_store::{CudaCall, HostEvent, HostKind, StackKind};
 
-const REC_CUDA: u32 = 1;
-const REC_HOST: u32 = 2;
-const REC_PROC: u32 = 3;
-const REC_MAPEXEC: u32 = 4;
-const REC_STACK: u32 = 5;
-const REC_PAGES: u32 = 6;
-const REC_LAUNCH_RUN: u32 = 7;
-
-/// `rec_cuda.flags` bit of a nested call (`REC_CUDA_NESTED`).
-pub const REC_CUDA_NESTED: u32 = 1;
-/// `rec_cuda.flags` bit of a duration estimated, not measured
-/// (`REC_CUDA_DUR_ESTIMATED`, sampled launch timing).
-pub const REC_CUDA_DUR_ESTIMATED: u32 = 2;
-
-const CUDA_LEN: usize = 96;
-const HOST_LEN: usize = 40;
-const PROC_LEN: usize = 48;
-const NOTICE_LEN: usize = 16;
-const PAGES_LEN: usize = 40;
-const LAUNCH_RUN_LEN: usize = 112;
-/// Frames in `rec_stack.user` and `rec_stack.kernel` (`STACK_*_FRAMES`).
-const STACK_USER_FRAMES: usize = 127;
-const STACK_KERNEL_FRAMES: usize = 48;
-const STACK_USER_AT: usize = 32;
-const STACK_KERNEL_AT: usize = STACK_USER_AT + 8 * STACK_USER_FRAMES;
-const STACK_LEN: usize = STACK_KERNEL_AT + 8 * STACK_KERNEL_FRAMES;
+// The `rec_cuda.flags` bits, still reachable where callers first found them.
+pub use crate::records::{REC_CUDA_DUR_ESTIMATED, REC_CUDA_NESTED};
 
 /// One decoded ring-buffer record.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,28 +54,12 @@ pub enum DecodeError {
     Unknown(u32),
 }
 
-fn u16_at(b: &[u8], off: usize) -> u16 {
-    u16::from_ne_bytes([b[off], b[off + 1]])
-}
-
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[off..off + 4]);
-    u32::from_ne_bytes(a)
-}
-
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[off..off + 8]);
-    u64::from_ne_bytes(a)
-}
-
-fn need(b: &[u8], tag: u32, len: usize) -> Result<(), DecodeError> {
-    if b.len() < len {
-        Err(DecodeError::Short { tag, len: b.len() })
-    } else {
-        Ok(())
-    }
+/// The record `T` at the start of `b`, copied out whatever the alignment of
+/// `b`; bytes past `T` are ignored (a newer kernel side may append fields).
+fn read<T: Pod>(b: &[u8], tag: u32) -> Result<T, DecodeError> {
+    let short = DecodeError::Short { tag, len: b.len() };
+    let body = b.get(..std::mem::size_of::<T>()).ok_or(short.clone())?;
+    bytemuck::try_pod_read_unaligned(body).map_err(|_| short)
 }
 
 fn comm(b: &[u8]) -> String {
@@ -100,177 +67,169 @@ fn comm(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
-/// A run of page allocations (`struct rec_pages`) as one host row, built
-/// the way the runs read at the stop are ([`PageRun::to_event`]).
-fn page_run(b: &[u8], clock: &Clock) -> HostEvent {
-    let start = u64_at(b, 16);
-    PageRun {
-        pid: u32_at(b, 8),
-        tid: u32_at(b, 12),
-        start,
-        last: start.saturating_add(u64_at(b, 24)),
-        count: u32_at(b, 32).max(1),
-        pages: u32_at(b, 36),
-        order: u32::from(u16_at(b, 4)),
-        unstamped: 0,
-        task: 0,
-        tick: 0,
-    }
-    .to_event(clock, i32::from(u16_at(b, 6)))
-}
-
 /// Decodes one record; `clock` turns kernel stamps into epoch ns.
 pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
-    need(b, 0, 4)?;
-    let tag = u32_at(b, 0);
+    let tag: u32 = read(b, 0)?;
     match tag {
-        REC_CUDA => {
-            need(b, tag, CUDA_LEN)?;
-            let call = CudaCall {
-                op_id: u16_at(b, 4),
-                pid: u32_at(b, 8) as i32,
-                tid: u32_at(b, 12) as i32,
-                ts_ns: clock.to_epoch(u64_at(b, 16)),
-                dur_ns: u64_at(b, 24) as i64,
-                bytes: u64_at(b, 32) as i64,
-                copy_kind: u64_at(b, 40) as i64,
-                stream: u64_at(b, 48) as i64,
-                ret: u64_at(b, 56) as i64,
-                grid: [u32_at(b, 64), u32_at(b, 68), u32_at(b, 72)],
-                block: [u32_at(b, 76), u32_at(b, 80), u32_at(b, 84)],
-                shared_mem: u32_at(b, 88),
-                nested: u32_at(b, 92) & REC_CUDA_NESTED != 0,
-                dur_estimated: u32_at(b, 92) & REC_CUDA_DUR_ESTIMATED != 0,
-            };
-            if ingero_store::nccl::is_nccl_op(call.op_id) {
-                let (call, nccl) = crate::nccl_record::split(&call);
-                return Ok(Record::Nccl(call, nccl));
-            }
-            Ok(Record::Cuda(call))
-        }
-        REC_LAUNCH_RUN => {
-            need(b, tag, LAUNCH_RUN_LEN)?;
-            // The record carries the thread's run as the table holds it.
-            let run = crate::open_calls::RunVal {
-                first_ts: u64_at(b, 16),
-                last_ts: u64_at(b, 24),
-                last_end: u64_at(b, 72),
-                stream: u64_at(b, 40),
-                threads: u64_at(b, 48),
-                dur_sum: u64_at(b, 80),
-                dur_min: u64_at(b, 88),
-                dur_max: u64_at(b, 96),
-                n: u32_at(b, 56),
-                small: u32_at(b, 60),
-                op: u32::from(u16_at(b, 4)),
-                timed: u32_at(b, 64),
-                bound_sum: u64_at(b, 104),
-                bounded: u32_at(b, 68),
-                // A record's last member was bounded at the flush, or never.
-                last_open: 0,
-            };
-            Ok(Record::LaunchRun(run.to_launch_run(
-                u32_at(b, 8) as i32,
-                u32_at(b, 12) as i32,
-                u64_at(b, 32),
-                clock,
-            )))
-        }
-        REC_HOST | REC_PROC => {
-            need(b, tag, if tag == REC_HOST { HOST_LEN } else { PROC_LEN })?;
-            let kind_id = u16_at(b, 4);
-            let kind =
-                HostKind::from_id(kind_id as i64).ok_or(DecodeError::Unknown(kind_id as u32))?;
-            let cpu = u16_at(b, 6) as i32;
-            let pid = u32_at(b, 8) as i32;
-            let tid = u32_at(b, 12) as i32;
-            let ts_ns = clock.to_epoch(u64_at(b, 16));
-            if tag == REC_HOST {
-                let raw_arg = u64_at(b, 32) as i64;
-                // The kernel side reports prev_state for switches (0 = still
-                // runnable); the store wants 1 = preempted, 0 = blocked.
-                let arg = if kind == HostKind::SchedSwitch {
-                    (raw_arg == 0) as i64
-                } else {
-                    raw_arg
-                };
-                Ok(Record::Host(HostEvent {
-                    ts_ns,
-                    pid,
-                    tid,
-                    kind,
-                    dur_ns: u64_at(b, 24) as i64,
-                    arg,
-                    cpu,
-                    count: 1,
-                    bytes: if kind == HostKind::PageAlloc {
-                        4096i64 << arg.clamp(0, 20)
-                    } else {
-                        0
-                    },
-                }))
-            } else {
-                let ev = HostEvent {
-                    ts_ns,
-                    pid,
-                    tid,
-                    kind,
-                    dur_ns: 0,
-                    arg: u64_at(b, 24) as i64,
-                    cpu,
-                    count: 1,
-                    bytes: 0,
-                };
-                Ok(Record::Proc(ev, comm(&b[32..48])))
-            }
-        }
-        REC_PAGES => {
-            need(b, tag, PAGES_LEN)?;
-            Ok(Record::Host(page_run(b, clock)))
-        }
-        REC_STACK => {
-            need(b, tag, STACK_LEN)?;
-            let kind = match u16_at(b, 4) {
-                1 => StackKind::OnCpu,
-                2 => StackKind::OffCpu,
-                k => return Err(DecodeError::Unknown(u32::from(k))),
-            };
-            let user_len = u32_at(b, 24) as i32;
-            let kernel_len = u32_at(b, 28) as i32;
-            let frames = |at: usize, len: i32, max: usize| -> Vec<u64> {
-                let n = (len.max(0) as usize / 8).min(max);
-                (0..n)
-                    .map(|i| u64_at(b, at + 8 * i))
-                    .filter(|a| *a != 0)
-                    .collect()
-            };
-            Ok(Record::Stack(RawStack {
-                kind,
-                pid: u32_at(b, 8) as i32,
-                tid: u32_at(b, 12) as i32,
-                cpu: i32::from(u16_at(b, 6)),
-                ts_ns: clock.to_epoch(u64_at(b, 16)),
-                user: frames(STACK_USER_AT, user_len, STACK_USER_FRAMES),
-                kernel: frames(STACK_KERNEL_AT, kernel_len, STACK_KERNEL_FRAMES),
-                user_error: user_len.min(0),
-                off_cpu_ns: 0,
-                state: -1,
-            }))
-        }
+        REC_CUDA => Ok(cuda(&read(b, tag)?, clock)),
+        REC_LAUNCH_RUN => Ok(launch_run(&read(b, tag)?, clock)),
+        REC_HOST => host(&read(b, tag)?, clock),
+        REC_PROC => proc(&read(b, tag)?, clock),
+        REC_PAGES => Ok(Record::Host(page_run(&read(b, tag)?, clock))),
+        REC_STACK => stack(&read(b, tag)?, clock),
         REC_MAPEXEC => {
-            need(b, tag, NOTICE_LEN)?;
+            let r: RecNotice = read(b, tag)?;
             Ok(Record::MapExec {
-                pid: u32_at(b, 4) as i32,
-                ts_ns: clock.to_epoch(u64_at(b, 8)),
+                pid: r.pid as i32,
+                ts_ns: clock.to_epoch(r.ts),
             })
         }
         other => Err(DecodeError::Unknown(other)),
     }
 }
 
+fn cuda(r: &RecCuda, clock: &Clock) -> Record {
+    let call = CudaCall {
+        op_id: r.op,
+        pid: r.pid as i32,
+        tid: r.tid as i32,
+        ts_ns: clock.to_epoch(r.ts),
+        dur_ns: r.dur as i64,
+        bytes: r.size as i64,
+        copy_kind: r.kind,
+        stream: r.stream as i64,
+        ret: r.ret,
+        grid: r.grid,
+        block: r.block,
+        shared_mem: r.shared_mem,
+        nested: r.flags & REC_CUDA_NESTED != 0,
+        dur_estimated: r.flags & REC_CUDA_DUR_ESTIMATED != 0,
+    };
+    if ingero_store::nccl::is_nccl_op(call.op_id) {
+        let (call, nccl) = crate::nccl_record::split(&call);
+        return Record::Nccl(call, nccl);
+    }
+    Record::Cuda(call)
+}
+
+fn launch_run(r: &RecLaunchRun, clock: &Clock) -> Record {
+    // The record carries the thread's run as the table holds it.
+    let run = RunVal {
+        first_ts: r.ts,
+        last_ts: r.last_ts,
+        last_end: r.last_end,
+        stream: r.stream,
+        threads: r.threads,
+        dur_sum: r.dur_sum,
+        dur_min: r.dur_min,
+        dur_max: r.dur_max,
+        n: r.count,
+        small: r.small,
+        op: u32::from(r.op),
+        timed: r.timed,
+        bound_sum: r.bound_sum,
+        bounded: r.bounded,
+        // A record's last member was bounded at the flush, or never.
+        last_open: 0,
+    };
+    Record::LaunchRun(run.to_launch_run(r.pid as i32, r.tid as i32, r.est_ns, clock))
+}
+
+fn host_kind(id: u16) -> Result<HostKind, DecodeError> {
+    HostKind::from_id(i64::from(id)).ok_or(DecodeError::Unknown(u32::from(id)))
+}
+
+fn host(r: &RecHost, clock: &Clock) -> Result<Record, DecodeError> {
+    let kind = host_kind(r.kind)?;
+    // The kernel side reports prev_state for switches (0 = still
+    // runnable); the store wants 1 = preempted, 0 = blocked.
+    let arg = if kind == HostKind::SchedSwitch {
+        (r.arg == 0) as i64
+    } else {
+        r.arg
+    };
+    Ok(Record::Host(HostEvent {
+        ts_ns: clock.to_epoch(r.ts),
+        pid: r.pid as i32,
+        tid: r.tid as i32,
+        kind,
+        dur_ns: r.dur as i64,
+        arg,
+        cpu: i32::from(r.cpu),
+        count: 1,
+        bytes: if kind == HostKind::PageAlloc {
+            4096i64 << arg.clamp(0, 20)
+        } else {
+            0
+        },
+    }))
+}
+
+fn proc(r: &RecProc, clock: &Clock) -> Result<Record, DecodeError> {
+    let ev = HostEvent {
+        ts_ns: clock.to_epoch(r.ts),
+        pid: r.pid as i32,
+        tid: r.tid as i32,
+        kind: host_kind(r.kind)?,
+        dur_ns: 0,
+        arg: r.arg,
+        cpu: i32::from(r.cpu),
+        count: 1,
+        bytes: 0,
+    };
+    Ok(Record::Proc(ev, comm(&r.comm)))
+}
+
+/// A run of page allocations (`struct rec_pages`) as one host row, built
+/// the way the runs read at the stop are ([`PageRun::to_event`]).
+fn page_run(r: &RecPages, clock: &Clock) -> HostEvent {
+    PageRun {
+        pid: r.pid,
+        tid: r.tid,
+        start: r.ts,
+        last: r.ts.saturating_add(r.dur),
+        count: r.count.max(1),
+        pages: r.pages,
+        order: u32::from(r.order),
+        unstamped: 0,
+        task: 0,
+        tick: 0,
+    }
+    .to_event(clock, i32::from(r.cpu))
+}
+
+fn stack(r: &RecStack, clock: &Clock) -> Result<Record, DecodeError> {
+    let kind = match r.kind {
+        STACK_ON_CPU => StackKind::OnCpu,
+        STACK_OFF_CPU => StackKind::OffCpu,
+        k => return Err(DecodeError::Unknown(u32::from(k))),
+    };
+    let frames = |all: &[u64], len: i32| -> Vec<u64> {
+        let n = (len.max(0) as usize / 8).min(all.len());
+        all[..n].iter().copied().filter(|a| *a != 0).collect()
+    };
+    Ok(Record::Stack(RawStack {
+        kind,
+        pid: r.pid as i32,
+        tid: r.tid as i32,
+        cpu: i32::from(r.cpu),
+        ts_ns: clock.to_epoch(r.ts),
+        user: frames(&r.user, r.user_len),
+        kernel: frames(&r.kernel, r.kernel_len),
+        user_error: r.user_len.min(0),
+        off_cpu_ns: 0,
+        state: -1,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::{HK_EXIT, HK_PAGE_ALLOC, HK_SWITCH, HK_WAKEUP, STACK_USER_FRAMES};
+    use bytemuck::{bytes_of, Zeroable};
+
+    const PAGES_LEN: usize = std::mem::size_of::<RecPages>();
+    const STACK_LEN: usize = std::mem::size_of::<RecStack>();
 
     fn cuda_bytes() -> Vec<u8> {
         let mut b = Vec::new();
@@ -393,5 +352,336 @@ mod tests {
             Err(DecodeError::Unknown(9))
         );
         assert!(decode(&[1, 0], &clock).is_err());
+    }
+
+    /// Decodes `bytes` placed one byte into a buffer, so the record is not
+    /// aligned as the ring buffer would align it.
+    fn decode_unaligned(bytes: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
+        let mut buf = vec![0u8; bytes.len() + 1];
+        buf[1..].copy_from_slice(bytes);
+        decode(&buf[1..], clock)
+    }
+
+    fn a_cuda() -> RecCuda {
+        RecCuda {
+            rec: REC_CUDA,
+            op: 7,
+            cpu: 3,
+            pid: 100,
+            tid: 101,
+            ts: 1_000,
+            dur: 500,
+            size: 4096,
+            kind: 2,
+            stream: 0x5157,
+            ret: -3,
+            grid: [4, 2, 1],
+            block: [128, 1, 1],
+            shared_mem: 1024,
+            flags: REC_CUDA_NESTED | REC_CUDA_DUR_ESTIMATED,
+        }
+    }
+
+    #[test]
+    fn a_cuda_struct_round_trips() {
+        let clock = Clock::measure();
+        let r = a_cuda();
+        let Ok(Record::Cuda(c)) = decode_unaligned(bytes_of(&r), &clock) else {
+            panic!("not a cuda record");
+        };
+        assert_eq!(
+            (c.op_id, c.pid, c.tid, c.ts_ns),
+            (7, 100, 101, clock.to_epoch(1_000))
+        );
+        assert_eq!(
+            (c.dur_ns, c.bytes, c.copy_kind, c.stream, c.ret),
+            (500, 4096, 2, 0x5157, -3)
+        );
+        assert_eq!((c.grid, c.block, c.shared_mem), (r.grid, r.block, 1024));
+        assert!(c.nested && c.dur_estimated);
+        // The hand-built bytes of the first test are the same layout.
+        let Ok(from_bytes) = bytemuck::try_pod_read_unaligned::<RecCuda>(&cuda_bytes()) else {
+            panic!("cuda_bytes is not one rec_cuda");
+        };
+        assert_eq!(
+            (from_bytes.op, from_bytes.ret, from_bytes.flags),
+            (7, -3, REC_CUDA_NESTED)
+        );
+    }
+
+    #[test]
+    fn an_nccl_call_round_trips_as_nccl() {
+        let clock = Clock::measure();
+        let r = RecCuda {
+            op: 201,
+            kind: 1024,
+            grid: [0xdead_beef, 0x7f, 7],
+            block: [0, u32::MAX, 0],
+            flags: 0,
+            ..a_cuda()
+        };
+        let Ok(Record::Nccl(c, n)) = decode(bytes_of(&r), &clock) else {
+            panic!("not an nccl record");
+        };
+        assert_eq!((c.op_id, c.copy_kind, c.grid), (201, -1, [0; 3]));
+        assert_eq!(
+            (n.comm, n.count, n.datatype, n.peer),
+            (0x7f_dead_beef, 1024, 7, -1)
+        );
+    }
+
+    #[test]
+    fn host_and_proc_structs_round_trip() {
+        let clock = Clock::measure();
+        let switch = RecHost {
+            rec: REC_HOST,
+            kind: HK_SWITCH,
+            cpu: 2,
+            pid: 50,
+            tid: 51,
+            ts: 9_000,
+            dur: 1_500,
+            arg: 0,
+        };
+        let Ok(Record::Host(h)) = decode_unaligned(bytes_of(&switch), &clock) else {
+            panic!("not a host record");
+        };
+        assert_eq!(
+            (h.kind, h.pid, h.tid, h.cpu),
+            (HostKind::SchedSwitch, 50, 51, 2)
+        );
+        assert_eq!((h.dur_ns, h.arg, h.bytes, h.count), (1_500, 1, 0, 1));
+        assert_eq!(h.ts_ns, clock.to_epoch(9_000));
+        let alloc = RecHost {
+            kind: HK_PAGE_ALLOC,
+            arg: 2,
+            ..switch
+        };
+        let Ok(Record::Host(h)) = decode(bytes_of(&alloc), &clock) else {
+            panic!("not a host record");
+        };
+        assert_eq!((h.kind, h.arg, h.bytes), (HostKind::PageAlloc, 2, 4 * 4096));
+
+        let mut comm = [0u8; 16];
+        comm[..6].copy_from_slice(b"python");
+        let exit = RecProc {
+            rec: REC_PROC,
+            kind: HK_EXIT,
+            cpu: 1,
+            pid: 60,
+            tid: 60,
+            ts: 7_000,
+            arg: 137,
+            comm,
+        };
+        let Ok(Record::Proc(p, name)) = decode_unaligned(bytes_of(&exit), &clock) else {
+            panic!("not a proc record");
+        };
+        assert_eq!((p.kind, p.pid, p.arg, p.cpu), (HostKind::Exit, 60, 137, 1));
+        assert_eq!(p.ts_ns, clock.to_epoch(7_000));
+        assert_eq!(name, "python");
+        let full = RecProc {
+            comm: *b"sixteen-bytes-xx",
+            ..exit
+        };
+        let Ok(Record::Proc(_, name)) = decode(bytes_of(&full), &clock) else {
+            panic!("not a proc record");
+        };
+        assert_eq!(name, "sixteen-bytes-xx");
+    }
+
+    #[test]
+    fn launch_run_struct_round_trips() {
+        let clock = Clock::measure();
+        let r = RecLaunchRun {
+            rec: REC_LAUNCH_RUN,
+            op: 5,
+            cpu: 0,
+            pid: 80,
+            tid: 81,
+            ts: 10_000,
+            last_ts: 20_000,
+            est_ns: 4_000,
+            stream: 0x77,
+            threads: 1 << 20,
+            count: 12,
+            small: 9,
+            timed: 3,
+            bounded: 4,
+            last_end: 21_000,
+            dur_sum: 9_000,
+            dur_min: 2_000,
+            dur_max: 4_000,
+            bound_sum: 100_000,
+        };
+        let Ok(Record::LaunchRun(l)) = decode_unaligned(bytes_of(&r), &clock) else {
+            panic!("not a launch run");
+        };
+        assert_eq!((l.pid, l.tid, l.op_id, l.count), (80, 81, 5, 12));
+        assert_eq!(
+            (l.ts_ns, l.last_ts_ns),
+            (clock.to_epoch(10_000), clock.to_epoch(20_000))
+        );
+        assert_eq!((l.est_ns, l.stream, l.threads), (4_000, 0x77, 1 << 20));
+        assert_eq!((l.small, l.timed, l.bounded), (9, 3, 4));
+        assert_eq!(
+            (l.timed_dur_ns, l.timed_min_ns, l.timed_max_ns, l.bound_ns),
+            (9_000, 2_000, 4_000, 100_000)
+        );
+        // No timed launch: the kernel's ~0 minimum is not a minimum.
+        let untimed = RecLaunchRun {
+            timed: 0,
+            dur_min: u64::MAX,
+            ..r
+        };
+        let Ok(Record::LaunchRun(l)) = decode(bytes_of(&untimed), &clock) else {
+            panic!("not a launch run");
+        };
+        assert_eq!(l.timed_min_ns, 0);
+    }
+
+    #[test]
+    fn pages_stack_and_notice_structs_round_trip() {
+        let clock = Clock::measure();
+        let pages = RecPages {
+            rec: REC_PAGES,
+            order: 3,
+            cpu: 5,
+            pid: 90,
+            tid: 91,
+            ts: 4_000,
+            dur: 900,
+            count: 0,
+            pages: 8,
+        };
+        let Ok(Record::Host(h)) = decode_unaligned(bytes_of(&pages), &clock) else {
+            panic!("not a host record");
+        };
+        // A zero count is read as one allocation.
+        assert_eq!(
+            (h.kind, h.cpu, h.arg, h.count),
+            (HostKind::PageAlloc, 5, 3, 1)
+        );
+        assert_eq!((h.bytes, h.dur_ns, h.pid, h.tid), (8 * 4096, 900, 90, 91));
+        assert_eq!(h.ts_ns, clock.to_epoch(4_000));
+
+        let mut s = RecStack::zeroed();
+        s.rec = REC_STACK;
+        s.kind = STACK_ON_CPU;
+        s.pid = 40;
+        s.tid = 42;
+        s.ts = 3_000;
+        s.user = [0x1000; STACK_USER_FRAMES];
+        s.user_len = i32::MAX;
+        s.kernel[0] = 0xffff_0001;
+        s.kernel[1] = 0;
+        s.kernel[2] = 0xffff_0003;
+        s.kernel_len = 24;
+        let Ok(Record::Stack(st)) = decode_unaligned(bytes_of(&s), &clock) else {
+            panic!("not a stack record");
+        };
+        assert_eq!((st.kind, st.pid, st.tid), (StackKind::OnCpu, 40, 42));
+        // A length past the room is cut to it; zero frames are skipped.
+        assert_eq!(st.user.len(), STACK_USER_FRAMES);
+        assert_eq!(st.kernel, vec![0xffff_0001, 0xffff_0003]);
+        assert_eq!(st.user_error, 0);
+        s.kind = 9;
+        assert_eq!(decode(bytes_of(&s), &clock), Err(DecodeError::Unknown(9)));
+
+        let notice = RecNotice {
+            rec: REC_MAPEXEC,
+            pid: 33,
+            ts: 8_000,
+        };
+        assert_eq!(
+            decode_unaligned(bytes_of(&notice), &clock),
+            Ok(Record::MapExec {
+                pid: 33,
+                ts_ns: clock.to_epoch(8_000)
+            })
+        );
+    }
+
+    /// Every record kind, as bytes.
+    fn every_record() -> Vec<Vec<u8>> {
+        let mut stack = RecStack::zeroed();
+        stack.rec = REC_STACK;
+        stack.kind = STACK_OFF_CPU;
+        let host = RecHost {
+            rec: REC_HOST,
+            kind: HK_WAKEUP,
+            ..RecHost::zeroed()
+        };
+        let proc = RecProc {
+            rec: REC_PROC,
+            kind: HK_EXIT,
+            ..RecProc::zeroed()
+        };
+        vec![
+            bytes_of(&a_cuda()).to_vec(),
+            bytes_of(&host).to_vec(),
+            bytes_of(&proc).to_vec(),
+            bytes_of(&RecNotice {
+                rec: REC_MAPEXEC,
+                ..RecNotice::zeroed()
+            })
+            .to_vec(),
+            bytes_of(&stack).to_vec(),
+            bytes_of(&RecPages {
+                rec: REC_PAGES,
+                ..RecPages::zeroed()
+            })
+            .to_vec(),
+            bytes_of(&RecLaunchRun {
+                rec: REC_LAUNCH_RUN,
+                ..RecLaunchRun::zeroed()
+            })
+            .to_vec(),
+        ]
+    }
+
+    #[test]
+    fn every_truncated_record_is_short_never_a_panic() {
+        let clock = Clock::measure();
+        for full in every_record() {
+            assert!(decode(&full, &clock).is_ok(), "{full:?}");
+            let tag = u32::from_ne_bytes([full[0], full[1], full[2], full[3]]);
+            for len in 0..full.len() {
+                let want = DecodeError::Short {
+                    tag: if len < 4 { 0 } else { tag },
+                    len,
+                };
+                assert_eq!(decode(&full[..len], &clock), Err(want.clone()));
+                assert_eq!(decode_unaligned(&full[..len], &clock), Err(want.clone()));
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_past_a_record_are_ignored() {
+        let clock = Clock::measure();
+        for full in every_record() {
+            let mut longer = full.clone();
+            longer.extend_from_slice(&[0xa5; 12]);
+            assert_eq!(decode(&longer, &clock), decode(&full, &clock));
+        }
+    }
+
+    #[test]
+    fn host_kind_numbers_are_the_stores() {
+        for (id, kind) in [
+            (HK_SWITCH, HostKind::SchedSwitch),
+            (HK_WAKEUP, HostKind::SchedWakeup),
+            (HK_PAGE_ALLOC, HostKind::PageAlloc),
+            (crate::records::HK_FORK, HostKind::Fork),
+            (crate::records::HK_EXEC, HostKind::Exec),
+            (HK_EXIT, HostKind::Exit),
+        ] {
+            assert_eq!(HostKind::from_id(i64::from(id)), Some(kind));
+        }
+        assert_eq!(
+            crate::records::RET_THREAD_EXITED,
+            ingero_store::catalog::unfinished::THREAD_EXITED
+        );
     }
 }

@@ -35,6 +35,7 @@ mod poller;
 pub mod preflight;
 pub mod probe_floor;
 pub mod procs;
+pub mod records;
 pub mod render;
 pub mod stacks;
 pub mod status;

@@ -3,6 +3,7 @@
 
 use crate::error::CaptureError;
 use crate::multi_uprobe::{MultiUprobes, ProbePoint};
+use crate::records::{LOSS_CALL_MAP, LOSS_RINGBUF, LOSS_UNFINISHED};
 use crate::status::WarningKind;
 use crate::warnings::Warnings;
 use aya::maps::{Array, HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
@@ -797,9 +798,9 @@ impl LossCounters {
     pub fn read(&self) -> Losses {
         let sum = |slot: u32| per_cpu_total(&self.map, slot);
         Losses {
-            ring_full: sum(0),
-            call_table_full: sum(1),
-            unfinished: sum(2),
+            ring_full: sum(LOSS_RINGBUF),
+            call_table_full: sum(LOSS_CALL_MAP),
+            unfinished: sum(LOSS_UNFINISHED),
         }
     }
 }

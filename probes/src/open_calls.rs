@@ -6,100 +6,14 @@
 //! the stop) instead of vanishing.
 
 use crate::clock::Clock;
+use crate::records::REC_CUDA_NESTED;
 use aya::maps::{HashMap as BpfHashMap, Map, MapData, MapError};
 use ingero_store::catalog::unfinished;
 use ingero_store::{CudaCall, LaunchRun};
 
-/// One open call in the kernel `threads` table (`struct call_val` in
-/// `bpf/cuda.h`).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct CallVal {
-    /// Entry time, CLOCK_MONOTONIC ns.
-    pub ts: u64,
-    /// Bytes argument.
-    pub size: u64,
-    /// Copy kind, -1 when none.
-    pub kind: i64,
-    /// Stream handle.
-    pub stream: u64,
-    /// Thread group id.
-    pub pid: u32,
-    /// `REC_CUDA_*` bits (`bpf/ingero_events.h`): nested or not.
-    pub flags: u32,
-    /// Launch grid (x, y, z), zeros for other calls.
-    pub grid: [u32; 3],
-    /// Launch block (x, y, z), zeros for other calls.
-    pub block: [u32; 3],
-    /// Launch dynamic shared memory, bytes per block.
-    pub shared_mem: u32,
-    /// Catalogue id of the function.
-    pub op: u32,
-}
-
-/// A thread's pending run of launches counted in the kernel (`struct
-/// launch_run` in `bpf/cuda.h`).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct RunVal {
-    /// First launch's entry, CLOCK_MONOTONIC ns.
-    pub first_ts: u64,
-    /// Last launch's entry.
-    pub last_ts: u64,
-    /// Last launch's return (its entry when untimed).
-    pub last_end: u64,
-    /// Stream.
-    pub stream: u64,
-    /// Threads launched, summed.
-    pub threads: u64,
-    /// Summed durations of the timed launches.
-    pub dur_sum: u64,
-    /// Shortest timed launch.
-    pub dur_min: u64,
-    /// Longest timed launch.
-    pub dur_max: u64,
-    /// Launches, 0 when none is pending.
-    pub n: u32,
-    /// Of which small.
-    pub small: u32,
-    /// Catalogue id of the launch function.
-    pub op: u32,
-    /// Of the launches, those timed.
-    pub timed: u32,
-    /// Summed bounds of the untimed launches proven shorter than 50 us.
-    pub bound_sum: u64,
-    /// Untimed launches proven shorter than 50 us (the gap to their
-    /// thread's next probed call was shorter).
-    pub bounded: u32,
-    /// 1 while the last launch is untimed and not yet bounded.
-    pub last_open: u32,
-}
-
-/// Most calls one thread is inside at once (`CALL_SLOTS` in `bpf/cuda.h`).
-pub const CALL_SLOTS: usize = 4;
-
-/// Value of the kernel `threads` table (`struct thread_calls`): the calls
-/// one thread is inside, innermost last.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct ThreadCalls {
-    /// Slots in use.
-    pub depth: u32,
-    /// Outer driver launches seen under sampled launch timing.
-    pub launches: u32,
-    /// The thread's moving mean of its timed outer launches, in ns.
-    pub est_ns: u64,
-    /// Entry of its last outer driver launch (sampled timing).
-    pub last_launch: u64,
-    /// 1 while its open outer launch is a sample of a dense stretch.
-    pub learn: u32,
-    /// Padding.
-    pub pad: u32,
-    /// Launches counted in the kernel, not yet sent.
-    pub run: RunVal,
-    /// The open calls, `depth` of them.
-    pub slot: [CallVal; CALL_SLOTS],
-}
+// The table layouts live with the other kernel layouts in `records`; they
+// stay reachable here, where the table is read.
+pub use crate::records::{CallVal, RunVal, ThreadCalls, CALL_SLOTS};
 
 impl ThreadCalls {
     /// The calls this thread is inside, outermost first.
@@ -135,14 +49,6 @@ impl RunVal {
         }
     }
 }
-
-// SAFETY: both are plain `repr(C)` integers with the kernel's layout and no
-// invalid bit patterns.
-unsafe impl aya::Pod for CallVal {}
-// SAFETY: as above.
-unsafe impl aya::Pod for RunVal {}
-// SAFETY: as above.
-unsafe impl aya::Pod for ThreadCalls {}
 
 /// The kernel table of calls in flight.
 pub struct OpenCalls {
@@ -208,7 +114,7 @@ impl OpenCalls {
                     grid: v.grid,
                     block: v.block,
                     shared_mem: v.shared_mem,
-                    nested: v.flags & crate::decode::REC_CUDA_NESTED != 0,
+                    nested: v.flags & REC_CUDA_NESTED != 0,
                     dur_estimated: false,
                 }
             })

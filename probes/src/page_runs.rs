@@ -9,36 +9,9 @@ use crate::clock::Clock;
 use aya::maps::{Map, MapData, MapError, PerCpuArray};
 use ingero_store::{HostEvent, HostKind};
 
-/// One CPU's open run (`struct page_run` in `bpf/page_runs.h`).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PageRun {
-    /// Thread group id.
-    pub pid: u32,
-    /// Thread id.
-    pub tid: u32,
-    /// First allocation, CLOCK_MONOTONIC ns.
-    pub start: u64,
-    /// Latest allocation.
-    pub last: u64,
-    /// Allocations counted, 0 when the slot holds no run.
-    pub count: u32,
-    /// 4 KiB pages those allocations took.
-    pub pages: u32,
-    /// Largest order seen.
-    pub order: u32,
-    /// Allocations since the run's latest clock stamp (the kernel's own
-    /// bookkeeping: `last` is that stamp).
-    pub unstamped: u32,
-    /// The thread's kernel task address (the kernel's join test; not stored).
-    pub task: u64,
-    /// The kernel's tick count at the latest stamp (not stored).
-    pub tick: u64,
-}
-
-// SAFETY: plain `repr(C)` integers with the kernel's layout, no invalid bit
-// patterns.
-unsafe impl aya::Pod for PageRun {}
+// The layout lives with the other kernel layouts in `records`; it stays
+// reachable here, where the table is read.
+pub use crate::records::PageRun;
 
 impl PageRun {
     /// The run as a host row, stamped at its first allocation; `cpu` is
