@@ -82,6 +82,14 @@ impl TraceDb {
                 )
                 .unwrap_or(AGGREGATE_BUCKET_NS);
             present_native(&conn, version).map_err(|e| StoreError::from_sqlite(path, e))?;
+            let damage =
+                crate::integrity::on_open(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
+            if let Some(damage) = damage {
+                return Err(StoreError::Unreadable {
+                    path: path.to_path_buf(),
+                    damage,
+                });
+            }
             (conn, DbFormat::Native { version }, bucket)
         } else if has("events") && has("ops") && has("sources") {
             drop(conn);
@@ -190,8 +198,18 @@ impl TraceDb {
     }
 
     /// Turns an SQLite error raised while reading this file into a store error
-    /// that says whether the file is damaged.
+    /// that says whether the file is damaged. A value a read could not take
+    /// (wrong type, out of range) is looked for in every row of the checked
+    /// columns, and named ([`StoreError::Unreadable`]) when found.
     pub fn classify(&self, err: rusqlite::Error) -> StoreError {
+        if crate::integrity::is_value_error(&err) {
+            if let Ok(Some(damage)) = crate::integrity::every_row(&self.conn) {
+                return StoreError::Unreadable {
+                    path: self.path.clone(),
+                    damage,
+                };
+            }
+        }
         StoreError::from_sqlite(&self.path, err)
     }
 }
@@ -282,7 +300,7 @@ fn present_native(conn: &Connection, version: i64) -> rusqlite::Result<()> {
 }
 
 /// Latest instant a capture can hold: 2^62 ns after the epoch (year 2116).
-const LATEST_NS: i64 = 1 << 62;
+pub const LATEST_NS: i64 = 1 << 62;
 /// Longest span a capture can cover: one year (captures merged from
 /// several nodes or sessions included). [`TraceDb::open`] refuses a file
 /// whose times run longer as damaged, and no recorded duration can be longer.
