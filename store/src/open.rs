@@ -82,14 +82,6 @@ impl TraceDb {
                 )
                 .unwrap_or(AGGREGATE_BUCKET_NS);
             present_native(&conn, version).map_err(|e| StoreError::from_sqlite(path, e))?;
-            let damage =
-                crate::integrity::on_open(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
-            if let Some(damage) = damage {
-                return Err(StoreError::Unreadable {
-                    path: path.to_path_buf(),
-                    damage,
-                });
-            }
             (conn, DbFormat::Native { version }, bucket)
         } else if has("events") && has("ops") && has("sources") {
             drop(conn);
@@ -111,7 +103,19 @@ impl TraceDb {
                 detail: format!("unknown tables: {}", shown.join(", ")),
             });
         };
-        let span = capture_span(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
+        let native = matches!(format, DbFormat::Native { .. });
+        let span = capture_span(&conn).map_err(|e| match e {
+            e if native && crate::integrity::is_value_error(&e) => {
+                match crate::integrity::every_row(&conn) {
+                    Ok(Some(damage)) => StoreError::Unreadable {
+                        path: path.to_path_buf(),
+                        damage,
+                    },
+                    _ => StoreError::from_sqlite(path, e),
+                }
+            }
+            e => StoreError::from_sqlite(path, e),
+        })?;
         let Some(span) = span else {
             return Err(StoreError::Empty(path.to_path_buf()));
         };
@@ -123,6 +127,18 @@ impl TraceDb {
                     span.start_ns, span.end_ns
                 ),
             });
+        }
+        // Every column the analyses read, before any of them runs (see
+        // `crate::integrity`); files of Ingero (Go) are views of the reader's.
+        if native {
+            let damage =
+                crate::integrity::on_open(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
+            if let Some(damage) = damage {
+                return Err(StoreError::Unreadable {
+                    path: path.to_path_buf(),
+                    damage,
+                });
+            }
         }
         Ok(TraceDb {
             conn,
