@@ -14,6 +14,13 @@ pub const FAILURE: u8 = 1;
 #[error("{0}")]
 pub struct BadArgument(pub String);
 
+/// `ingero check` found an item that stops capture on this machine: a
+/// finding about the machine the user can fix (each item says how), like a
+/// capture refused for want of permissions, so exit 2, not an internal failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct MachineNotReady(pub String);
+
 /// Prints the error (one line, prefixed `ingero:`) and picks the exit code.
 pub fn report(result: anyhow::Result<()>) -> ExitCode {
     match result {
@@ -33,7 +40,10 @@ pub fn report(result: anyhow::Result<()>) -> ExitCode {
 
 fn is_bad_input(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
-        if cause.is::<BadArgument>() || cause.is::<crate::mcp::http::HttpSetupError>() {
+        if cause.is::<BadArgument>()
+            || cause.is::<MachineNotReady>()
+            || cause.is::<crate::mcp::http::HttpSetupError>()
+        {
             return true;
         }
         if let Some(e) = cause.downcast_ref::<ingero_store::StoreError>() {

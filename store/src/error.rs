@@ -125,6 +125,17 @@ pub enum StoreError {
     /// database beside a new one: SQLite would apply it to the new file.
     #[error("{0}: left over from an earlier database of that name; remove it, or give a new path")]
     LeftoverSideFile(PathBuf),
+    /// Rows an analysis cannot read: a value of the wrong type, or out of
+    /// the range a capture writes, in a column the analyses read
+    /// ([`crate::integrity`]). Refused rather than skipped, so that no
+    /// analysis of the file looks complete while rows are missing from it.
+    #[error("{path}: {damage}; an analysis without those rows would be wrong, so none is made. Record the capture again, or look at the rows with `sqlite3 {path} \"SELECT quote({column}), COUNT(*) FROM {table} GROUP BY typeof({column})\"`", path = .path.display(), column = .damage.column, table = .damage.table)]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The first damaged column found.
+        damage: crate::integrity::Damage,
+    },
     /// Any other SQLite failure while reading or writing.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

@@ -18,6 +18,7 @@ mod extend;
 mod foreign;
 pub mod gpu;
 mod insert_rows;
+pub mod integrity;
 pub mod launch_levels;
 pub mod merge;
 pub mod model;

@@ -103,7 +103,19 @@ impl TraceDb {
                 detail: format!("unknown tables: {}", shown.join(", ")),
             });
         };
-        let span = capture_span(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
+        let native = matches!(format, DbFormat::Native { .. });
+        let span = capture_span(&conn).map_err(|e| match e {
+            e if native && crate::integrity::is_value_error(&e) => {
+                match crate::integrity::every_row(&conn) {
+                    Ok(Some(damage)) => StoreError::Unreadable {
+                        path: path.to_path_buf(),
+                        damage,
+                    },
+                    _ => StoreError::from_sqlite(path, e),
+                }
+            }
+            e => StoreError::from_sqlite(path, e),
+        })?;
         let Some(span) = span else {
             return Err(StoreError::Empty(path.to_path_buf()));
         };
@@ -115,6 +127,18 @@ impl TraceDb {
                     span.start_ns, span.end_ns
                 ),
             });
+        }
+        // Every column the analyses read, before any of them runs (see
+        // `crate::integrity`); files of Ingero (Go) are views of the reader's.
+        if native {
+            let damage =
+                crate::integrity::on_open(&conn).map_err(|e| StoreError::from_sqlite(path, e))?;
+            if let Some(damage) = damage {
+                return Err(StoreError::Unreadable {
+                    path: path.to_path_buf(),
+                    damage,
+                });
+            }
         }
         Ok(TraceDb {
             conn,
@@ -190,8 +214,18 @@ impl TraceDb {
     }
 
     /// Turns an SQLite error raised while reading this file into a store error
-    /// that says whether the file is damaged.
+    /// that says whether the file is damaged. A value a read could not take
+    /// (wrong type, out of range) is looked for in every row of the checked
+    /// columns, and named ([`StoreError::Unreadable`]) when found.
     pub fn classify(&self, err: rusqlite::Error) -> StoreError {
+        if crate::integrity::is_value_error(&err) {
+            if let Ok(Some(damage)) = crate::integrity::every_row(&self.conn) {
+                return StoreError::Unreadable {
+                    path: self.path.clone(),
+                    damage,
+                };
+            }
+        }
         StoreError::from_sqlite(&self.path, err)
     }
 }
@@ -282,7 +316,7 @@ fn present_native(conn: &Connection, version: i64) -> rusqlite::Result<()> {
 }
 
 /// Latest instant a capture can hold: 2^62 ns after the epoch (year 2116).
-const LATEST_NS: i64 = 1 << 62;
+pub const LATEST_NS: i64 = 1 << 62;
 /// Longest span a capture can cover: one year (captures merged from
 /// several nodes or sessions included). [`TraceDb::open`] refuses a file
 /// whose times run longer as damaged, and no recorded duration can be longer.

@@ -1,6 +1,6 @@
 //! Errors raised by the analysis engine.
 
-use ingero_store::StoreError;
+use ingero_store::{StoreError, TraceDb};
 
 /// Why an analysis could not be produced.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +27,22 @@ impl ToolError {
                 Some(rusqlite::ErrorCode::DatabaseCorrupt)
                     | Some(rusqlite::ErrorCode::NotADatabase)
             ),
+        }
+    }
+}
+
+impl ToolError {
+    /// This error, with a read of `db` that stopped on a value of the wrong
+    /// type or range replaced by the error naming the damaged rows
+    /// ([`TraceDb::classify`]); any other error is returned unchanged.
+    pub fn diagnosed(self, db: &TraceDb) -> ToolError {
+        match self {
+            ToolError::Sqlite(e) | ToolError::Store(StoreError::Sqlite(e))
+                if ingero_store::integrity::is_value_error(&e) =>
+            {
+                ToolError::Store(db.classify(e))
+            }
+            other => other,
         }
     }
 }

@@ -9,7 +9,8 @@ pub struct Args {
     json: bool,
 }
 
-/// Prints the report; fails (nonzero exit) when capture cannot work.
+/// Prints the report; fails with exit 2 ([`crate::exit::MachineNotReady`])
+/// when an item stops capture.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let report = ingero_probes::preflight();
     if args.json {
@@ -18,7 +19,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print!("{}", ingero_probes::render::check(&report));
     }
     if !report.ready {
-        anyhow::bail!("capture cannot work on this machine: fix the FAIL items above");
+        return Err(crate::exit::MachineNotReady(
+            "capture cannot work on this machine: fix the FAIL items above".into(),
+        )
+        .into());
     }
     Ok(())
 }

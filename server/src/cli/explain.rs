@@ -36,12 +36,18 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let window = TimeWindow::parse(args.since.as_deref(), args.until.as_deref())?;
     let db = TraceDb::open(&args.db)?;
+    analyse(&db, args, window).map_err(|e| super::diagnosed(&db, e))
+}
+
+/// The subcommand's work on the opened file; its errors go through
+/// [`super::diagnosed`], which names a damaged value a read stopped on.
+fn analyse(db: &TraceDb, args: Args, window: TimeWindow) -> Result<()> {
     let scope = Scope {
         window,
         pid: args.pid,
     }
-    .for_rank(&db, args.rank)?;
-    let report = explain::explain(&db, &scope)?;
+    .for_rank(db, args.rank)?;
+    let report = explain::explain(db, &scope)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());

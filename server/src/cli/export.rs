@@ -133,14 +133,26 @@ pub fn run(args: Args) -> Result<()> {
     }
     let window = TimeWindow::parse(args.since.as_deref(), args.until.as_deref())?;
     let db = TraceDb::open(&args.db)?;
+    analyse(&db, args, window, out, opts).map_err(|e| super::diagnosed(&db, e))
+}
+
+/// The subcommand's work on the opened file; its errors go through
+/// [`super::diagnosed`], which names a damaged value a read stopped on.
+fn analyse(
+    db: &TraceDb,
+    args: Args,
+    window: TimeWindow,
+    out: Option<PathBuf>,
+    opts: OtlpOptions,
+) -> Result<()> {
     let scope = Scope {
         window,
         pid: args.pid,
     };
     if args.format == Format::Folded {
-        return export_folded(&db, scope, &args, out);
+        return export_folded(db, scope, &args, out);
     }
-    let ds = Dataset::load(&db, &scope)?;
+    let ds = Dataset::load(db, &scope)?;
     let chains = chains_of(&ds);
     match args.format {
         Format::Perfetto => {
@@ -165,7 +177,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         Format::Folded => {}
         Format::Otlp => {
-            let who = Identity::load(&db, args.node.as_deref()).map_err(into_cli)?;
+            let who = Identity::load(db, args.node.as_deref()).map_err(into_cli)?;
             let sent = otlp::export(&ds, &chains, &who, &opts).map_err(into_cli)?;
             let mut parts = Vec::new();
             if opts.traces {

@@ -119,8 +119,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .map_err(|_| ingero_store::StoreError::NotFound(p.clone()))?,
         None => mcp::bundled::bundled_database()?,
     };
-    // Fail early (exit 2) on a file that is not a trace database.
-    ingero_store::TraceDb::open(&default_db)?;
+    // Fail early (exit 2) on a file that is not a trace database. A trace
+    // with damaged rows still serves: each tool answers with the message
+    // naming them, and the client can say what to do.
+    match ingero_store::TraceDb::open(&default_db) {
+        Ok(_) => {}
+        Err(e @ ingero_store::StoreError::Unreadable { .. }) => {
+            eprintln!("ingero: warning: {e}");
+        }
+        Err(e) => return Err(e.into()),
+    }
     let allow_dir = match &args.allow_dir {
         Some(d) => d.clone(),
         None => default_db

@@ -43,6 +43,12 @@ pub fn run(args: Args) -> Result<()> {
     let window = TimeWindow::parse(args.since.as_deref(), args.until.as_deref())?;
     let min_dur_ns = args.min_dur.as_deref().map(parse_duration_ns).transpose()?;
     let db = TraceDb::open(&args.db)?;
+    analyse(&db, args, window, min_dur_ns).map_err(|e| super::diagnosed(&db, e))
+}
+
+/// The subcommand's work on the opened file; its errors go through
+/// [`super::diagnosed`], which names a damaged value a read stopped on.
+fn analyse(db: &TraceDb, args: Args, window: TimeWindow, min_dur_ns: Option<i64>) -> Result<()> {
     let query = EventQuery {
         scope: Scope {
             window,
@@ -53,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
         limit: args.limit,
         offset: args.offset,
     };
-    let page = query_events(&db, &query)?;
+    let page = query_events(db, &query)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page)?);
     } else {

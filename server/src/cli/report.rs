@@ -32,11 +32,17 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let window = TimeWindow::parse(args.since.as_deref(), args.until.as_deref())?;
     let db = TraceDb::open(&args.db)?;
+    analyse(&db, args, window).map_err(|e| super::diagnosed(&db, e))
+}
+
+/// The subcommand's work on the opened file; its errors go through
+/// [`super::diagnosed`], which names a damaged value a read stopped on.
+fn analyse(db: &TraceDb, args: Args, window: TimeWindow) -> Result<()> {
     let scope = Scope {
         window,
         pid: args.pid,
     };
-    let data = ReportData::load(&db, &scope).map_err(into_cli)?;
+    let data = ReportData::load(db, &scope).map_err(into_cli)?;
     let page = html::report_html(&data).map_err(into_cli)?;
     let mut file = ingero_store::safe_open::create_output(&args.out)?;
     file.write_all(page.as_bytes())

@@ -34,6 +34,13 @@ fn in_window(ts_ns: i64, window: ResolvedWindow) -> bool {
     (window.lo_ns..=window.hi_ns).contains(&ts_ns)
 }
 
+/// Threads of a launch (grid x block, columns 11 to 16 of the row), computed
+/// here and saturating: in SQL a damaged file's product would overflow into
+/// a real number.
+fn threads(r: &rusqlite::Row<'_>) -> rusqlite::Result<i64> {
+    (11..17).try_fold(1i64, |acc, i| Ok(acc.saturating_mul(r.get::<_, i64>(i)?)))
+}
+
 /// The window's raw CUDA calls, by entry time.
 pub(super) struct RawCalls {
     /// The calls.
@@ -56,11 +63,11 @@ pub(super) fn load_calls(
     let whole = window.lo_ns <= span.start_ns && window.hi_ns >= span.end_ns;
     let sql = if whole {
         "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
-         grid_x * grid_y * grid_z * block_x * block_y * block_z, dur_estimated FROM cuda_calls NOT INDEXED \
+         dur_estimated, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM cuda_calls NOT INDEXED \
          WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3)"
     } else {
         "SELECT ts_ns, dur_ns, bytes, pid, tid, op_id, copy_kind, stream, ret, nested, \
-         grid_x * grid_y * grid_z * block_x * block_y * block_z, dur_estimated FROM cuda_calls \
+         dur_estimated, grid_x, grid_y, grid_z, block_x, block_y, block_z FROM cuda_calls \
          WHERE ts_ns BETWEEN ?1 AND ?2 AND (?3 = 0 OR pid = ?3) ORDER BY ts_ns"
     };
     let mut calls = Vec::new();
@@ -87,8 +94,8 @@ pub(super) fn load_calls(
             copy_kind: r.get::<_, i64>(6)?.clamp(-1, 127) as i8,
             stream: r.get(7)?,
             nested: nested == NESTED,
-            threads: r.get(10)?,
-            estimated: r.get::<_, i64>(11)? != 0,
+            threads: threads(r)?,
+            estimated: r.get::<_, i64>(10)? != 0,
         });
         unrecorded_nesting |= nested == NOT_RECORDED;
         if unfinished::is_unfinished(r.get(8)?) {
