@@ -75,8 +75,8 @@ pub fn brief(c: &Comparison) -> String {
     }
     let _ = writeln!(
         s,
-        "\n{:<40} {:>12} {:>12}  {}",
-        "finding (share of loop time)", "base", "new", "status"
+        "\n{:<40} {:>12} {:>12}  status",
+        "finding (share of loop time)", "base", "new"
     );
     for f in c.findings.iter().take(LISTED) {
         let _ = writeln!(
