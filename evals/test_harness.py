@@ -208,7 +208,7 @@ SCRIPTS = {
     "[ungrounded]": [{"tool_calls": [{"name": "list_databases", "arguments": {}}]}, {"content": RIGHT}],
     "[rank]": [{"tool_calls": [CHAINS]}, {"content": "Main cause: CPU contention by competing processes. "
                                                       "The input pipeline adds 49.38 s; the GPU is idle 99.1%."}],
-    "[badtool]": [{"tool_calls": [{"name": "compare_runs", "arguments": {}}]}, {"tool_calls": [CHAINS]}, {"content": RIGHT}],
+    "[badtool]": [{"tool_calls": [{"name": "investigate", "arguments": {}}]}, {"tool_calls": [CHAINS]}, {"content": RIGHT}],
     "[loop]": [{"tool_calls": [STATS]}],
     "[slow]": [{"delay": 5, "content": RIGHT}],
 }
@@ -259,8 +259,8 @@ class ScriptedModelMode(unittest.TestCase):
 
         bad = cases["[badtool]"]
         self.assertIsNone(bad["error"], bad)
-        self.assertEqual([c["name"] for c in bad["calls"]], ["compare_runs", "get_causal_chains"])
-        self.assertIn("unknown tool 'compare_runs'", bad["calls"][0]["error"])
+        self.assertEqual([c["name"] for c in bad["calls"]], ["investigate", "get_causal_chains"])
+        self.assertIn("unknown tool 'investigate'", bad["calls"][0]["error"])
         self.assertEqual(self.passed(bad), [True] * 5, bad["facts"])
 
         loop = cases["[loop]"]
@@ -272,7 +272,7 @@ class ScriptedModelMode(unittest.TestCase):
         self.assertTrue(all(r.get("max_tokens") == 321 for r in model.requests), [r.get("max_tokens") for r in model.requests])
         sent = [m["content"] for r in model.requests for m in r["messages"] if m.get("role") == "tool"]
         self.assertTrue(any(t.startswith("pid 2233 (python3): GPU idle") for t in sent), [t[:80] for t in sent])
-        self.assertTrue(any(t.startswith("error: unknown tool 'compare_runs'") for t in sent))
+        self.assertTrue(any(t.startswith("error: unknown tool 'investigate'") for t in sent))
 
     def test_truncation_is_marked_and_json_content_selectable(self) -> None:
         cases, model = self.run_model_mode(["[grounded]"], "--tool-content", "json", "--max-tool-chars", "300")

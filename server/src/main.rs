@@ -21,6 +21,8 @@ enum Command {
     Mcp(cli::mcp::Args),
     /// Causal chains, per-process breakdown and op statistics for a trace database.
     Explain(cli::explain::Args),
+    /// Did the fix work? Compare two trace databases through their findings.
+    Compare(cli::compare::Args),
     /// List recorded events, filtered and paged.
     Query(cli::query::Args),
     /// Record CUDA calls and host events of a process, a command or the whole machine.
@@ -57,6 +59,7 @@ fn main() -> std::process::ExitCode {
     quiet_on_broken_pipe(&cli.command);
     let result = match cli.command {
         Command::Explain(args) => cli::explain::run(args),
+        Command::Compare(args) => cli::compare::run(args),
         Command::Query(args) => cli::query::run(args),
         Command::Trace(args) => cli::trace::run(args),
         Command::Check(args) => cli::check::run(args),

@@ -50,7 +50,7 @@ ANALYSIS_TOOLS = [
     "get_stacks",
     "get_rank_report",
 ]
-READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["run_sql", "list_databases", "open_database", "get_trace_status", "list_gpu_processes"]
+READ_ONLY_TOOLS = ANALYSIS_TOOLS + ["compare_runs", "run_sql", "list_databases", "open_database", "get_trace_status", "list_gpu_processes"]
 ALL_TOOLS = READ_ONLY_TOOLS + ["start_trace", "stop_trace", "merge_databases"]
 PROMPTS = ["investigate", "compare_runs", "explain_chain"]
 TOKEN = "dGVzdHMgb2YgdGhlIGh0dHAgc2VydmVyIG9ubHk"
@@ -225,6 +225,17 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
     C.ok(f"{label}: investigate prompt filled", seed.name in ptext and "GPU idles between batches" in ptext and "get_causal_chains" in ptext and "{{" not in ptext, ptext[:200])
     await expect_protocol_error(c, f"{label}: compare_runs without arguments", lambda: c.get_prompt("compare_runs", {}), (-32602,))
     await expect_protocol_error(c, f"{label}: unknown prompt", lambda: c.get_prompt("no_such_prompt", {}), (-32602, -32601))
+
+    # compare_runs: two databases by name; its structured output matches its schema.
+    other = demo if demo else seed
+    r = await c.call_tool("compare_runs", {"base": seed.name, "new": other.name})
+    ok = not r.is_error and r.structured_content is not None
+    C.ok(f"{label}: compare_runs", ok, text_of(r)[:300])
+    if ok:
+        err = validate(schemas["compare_runs"], r.structured_content)
+        C.ok(f"{label}: compare_runs matches outputSchema", err is None, err)
+        C.ok(f"{label}: compare_runs text leads with the verdict",
+             text_of(r).startswith(r.structured_content["verdict"]["sentence"]), text_of(r)[:200])
 
     # Every analysis tool on every database, against the CLI on the same file.
     dbs = [seed] + ([demo] if demo else [])

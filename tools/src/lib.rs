@@ -5,12 +5,14 @@
 //! breakdown), [`timeline`], [`chains`] (causal chains linking CUDA tail
 //! latency to host causes), [`starvation`] (how long the GPU-driving threads
 //! were kept away from the GPU), [`events`] (filtered raw rows) and
-//! [`explain`] (all of it as one report). Every function reads a
+//! [`explain`] (all of it as one report), and [`compare`] (two reports side
+//! by side: did the fix work?). Every function reads a
 //! [`ingero_store::TraceDb`] through a [`dataset::Dataset`] loaded once.
 
 pub mod activity;
 pub mod chains;
 pub mod code;
+pub mod compare;
 pub mod dataset;
 pub mod error;
 pub mod events;

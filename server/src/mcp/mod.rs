@@ -11,6 +11,7 @@ mod cache;
 pub mod capture;
 mod capture_tools;
 mod chains_view;
+mod compare_tool;
 mod completion;
 mod databases;
 mod db;

@@ -37,6 +37,7 @@ sqlite_master lists; times are epoch ns). \
 Epoch-ns instants are decimal strings in every result (exact; a JSON double would drop digits), \
 with integer offsets from the capture start beside them (offset_ns, start_offset_ns). \
 Windows: `since`/`until` are durations before the capture end (\"30s\", \"5m\"). \
+To judge a change (before and after a fix), call compare_runs with both databases. \
 Cite the numbers the tools return. The `investigate` prompt walks through a full investigation.";
 
 /// Told besides [`INSTRUCTIONS`] when the server allows capture.

@@ -22,7 +22,8 @@ impl IngeroMcp {
             + Self::sql_router()
             + Self::databases_router()
             + Self::capture_router()
-            + Self::merge_router();
+            + Self::merge_router()
+            + Self::compare_router();
         for route in router.map.values_mut() {
             make_portable(&mut route.attr);
         }

@@ -1,0 +1,92 @@
+//! `compare_runs`: did the fix work? Two databases compared through their
+//! findings (`ingero_tools::compare`), so an assistant answers from one call
+//! instead of lining up two sets of tool results by hand.
+
+use super::readable;
+use super::server::{failure, structured, IngeroMcp};
+use ingero_tools::compare::{self, text, Comparison, WindowChoice};
+use ingero_tools::explain::{explain, Report};
+use ingero_tools::ToolError;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::service::RequestContext;
+use rmcp::{tool, tool_router, ErrorData, RoleServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of `compare_runs`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct CompareArgs {
+    /// Database of the baseline run, before the change (a name from list_databases).
+    pub base: String,
+    /// Database of the run to judge, after the change (a name from list_databases).
+    pub new: String,
+    /// Part of each run to read: "steady" (default: first to last CUDA call) or "whole" (the whole capture).
+    pub window: Option<WindowChoice>,
+    /// "brief" (default): verdict, idle share and findings side by side. "full": also the idle split, per-op figures, rates, processes and code paths.
+    pub detail: Option<String>,
+}
+
+/// One run's report and command lines, read on the database pool.
+type Side = Result<(Report, compare::processes::Commands), ToolError>;
+
+#[tool_router(router = compare_router, vis = "pub(crate)")]
+impl IngeroMcp {
+    /// Did the fix work? Compares a baseline database with a later one: each finding present in both, gone or new with the idle time it explains, the GPU idle share and its split, per-op count/total/p50/p99, launch rate, copy bandwidth, page allocations, context switches and NVML busy side by side, normalised per second and per step, processes matched by role and command line, and a one-sentence verdict with a confidence judged against each run's own spread (a change inside it is "within noise"). Reads each run's steady phase (first to last CUDA call) unless window is "whole".
+    #[tool(
+        name = "compare_runs",
+        annotations(title = "Compare two runs", read_only_hint = true, open_world_hint = false),
+        output_schema = readable::output_schema::<Comparison>()
+    )]
+    pub(crate) async fn compare_runs(
+        &self,
+        Parameters(args): Parameters<CompareArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let full = match args.detail.as_deref().map(str::trim) {
+            None | Some("") | Some("brief") => false,
+            Some("full") => true,
+            Some(other) => {
+                return Ok(failure(format!(
+                    "detail must be \"brief\" or \"full\", got {other:?}"
+                )))
+            }
+        };
+        let window = args.window.unwrap_or_default();
+        let mut sides = Vec::with_capacity(2);
+        for name in [&args.base, &args.new] {
+            let pool = match self.pick_db(Some(name)) {
+                Ok(p) => p,
+                Err(result) => return Ok(result),
+            };
+            let side: Side = match self
+                .run_on(pool, &ctx, "compare_runs", move |db| -> Side {
+                    let report = explain(db, &compare::window::scope_for(db, window)?)?;
+                    Ok((report, compare::processes::commands_of(db)))
+                })
+                .await
+            {
+                Ok(side) => side,
+                Err(result) => return Ok(result),
+            };
+            match side {
+                Ok(side) => sides.push(side),
+                Err(e) => return Ok(failure(format!("{name}: {e}"))),
+            }
+        }
+        let (Some((rn, cn)), Some((rb, cb))) = (sides.pop(), sides.pop()) else {
+            return Err(ErrorData::internal_error("two runs expected", None));
+        };
+        let comparison = compare::compare(&rb, &rn, (&cb, &cn), window);
+        let mut json = serde_json::to_value(&comparison).map_err(|e| {
+            ErrorData::internal_error(format!("cannot serialise result: {e}"), None)
+        })?;
+        readable::annotate(&mut json);
+        let text = if full {
+            text::full(&comparison)
+        } else {
+            text::brief(&comparison)
+        };
+        structured(&json, text)
+    }
+}
