@@ -134,7 +134,7 @@ fn strict_tools_list_finds_no_portability_problem() {
     }
     let listed = result_of(&out);
     let tools = listed["tools"].as_array().map_or(0, Vec::len);
-    assert_eq!(tools, 17, "{listed}");
+    assert_eq!(tools, 18, "{listed}");
 }
 
 #[test]
