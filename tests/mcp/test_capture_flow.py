@@ -25,6 +25,7 @@ import argparse
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -222,6 +223,16 @@ async def the_flow(binary: str, tmp: Path, standin: Path, program: Path) -> None
         second.end()
 
 
+def recorded_stop_reason(db: Path) -> str:
+    """sessions.stop_reason of the file's last session, read with SQL."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = con.execute("SELECT stop_reason FROM sessions ORDER BY id DESC LIMIT 1").fetchone()
+    finally:
+        con.close()
+    return str(row[0]) if row else ""
+
+
 async def duration_limit(binary: str, tmp: Path, program: Path) -> None:
     """--capture-max-duration: a capture asked without a duration stops at
     the limit, cleanly, and says so."""
@@ -236,6 +247,8 @@ async def duration_limit(binary: str, tmp: Path, program: Path) -> None:
             C.ok("duration limit: says which limit", "--capture-max-duration 2s" in str(st.get("limit_reached")), st.get("limit_reached"))
             C.ok("duration limit: finalised, nothing lost", st.get("state") == "stopped" and st.get("lost") == 0 and st.get("cuda_calls", 0) > 0, st)
             C.ok("duration limit: no write-ahead log left", not (tmp / "duration" / "timed.db-wal").exists(), list((tmp / "duration").iterdir()))
+            why = recorded_stop_reason(tmp / "duration" / "timed.db")
+            C.ok("duration limit: the file records why it stopped", why.startswith("duration ") and why.endswith(" elapsed"), why)
             r = await c.call_tool("get_trace_stats", {"db": "timed.db"})
             C.ok("duration limit: the database is readable", not r.is_error and (r.structured_content or {}).get("ops"), text_of(r)[:300])
     finally:
@@ -259,6 +272,8 @@ async def size_limit(binary: str, tmp: Path, program: Path) -> None:
             C.ok("size limit: says which limit", "--capture-max-bytes 2.0 MiB" in str(st.get("limit_reached")), st.get("limit_reached"))
             C.ok("size limit: finalised, nothing lost", st.get("state") == "stopped" and st.get("lost") == 0 and st.get("database_bytes", 0) > 0, st)
             C.ok("size limit: no write-ahead log left", not (tmp / "size" / "sized.db-wal").exists(), list((tmp / "size").iterdir()))
+            why = recorded_stop_reason(tmp / "size" / "sized.db")
+            C.ok("size limit: the file records why it stopped", why == "size limit reached", why)
             r = await c.call_tool("get_trace_stats", {"db": "sized.db"})
             ops = {o["op"]: o for o in (r.structured_content or {}).get("ops", [])}
             C.ok("size limit: the database holds the calls", not r.is_error and ops.get("cudaLaunchKernel", {}).get("count", 0) > 0, text_of(r)[:300])
