@@ -1,8 +1,8 @@
 //! As root, end to end: a capture started with the MCP `start_trace` tool
 //! is finalised however the server ends: the stdio client closing its pipe
 //! (the usual way an assistant ends a session), SIGTERM, SIGHUP, SIGINT.
-//! The database then has its stop time, no WAL left over, and the CUDA
-//! calls of the stand-in job. Plain JSON-RPC lines over stdio, as any client
+//! The database then has its stop time and reason, no WAL left over, and
+//! every CUDA call the last `get_trace_status` counted (by SQL). Plain JSON-RPC lines over stdio, as any client
 //! sends them.
 
 mod common;
@@ -122,6 +122,17 @@ fn every_ending_of_the_server_finalises_its_capture() {
         let mut job_in = job.stdin.take().expect("job stdin");
         writeln!(job_in, "go").expect("start the job");
         std::thread::sleep(Duration::from_millis(2000));
+        // The last status the client saw: the file must hold every call it counted.
+        send(
+            &mut to,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_trace_status","arguments":{}}}"#,
+        );
+        let mut from = from;
+        let status = answer(&mut from);
+        let counted = status["result"]["structuredContent"]["cuda_calls"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{ending}: status without cuda_calls: {status}"));
+        assert!(counted > 0, "{ending}: the status counted no CUDA call");
         if ending == "eof" {
             drop(to);
         } else {
@@ -150,5 +161,21 @@ fn every_ending_of_the_server_finalises_its_capture() {
         .and_then(|c| c.query_row("SELECT stop_reason FROM sessions", [], |r| r.get(0)))
         .expect("read the session");
         assert_eq!(said, expected, "{ending}");
+        let stored: i64 = rusqlite::Connection::open_with_flags(
+            dir.path().join(&name),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .and_then(|c| {
+            c.query_row(
+                "SELECT COALESCE(SUM(count), 0) FROM aggregates WHERE source = 1",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .expect("count the stored calls");
+        assert!(
+            stored >= counted,
+            "{ending}: the file holds {stored} CUDA calls, the last status counted {counted}"
+        );
     }
 }
