@@ -225,6 +225,10 @@ pub fn check(db: &TraceDb, asked: &Asked, window: TimeWindow) -> Result<Scope> {
     }
     if asked.needs_cuda && !has_cuda(db, &scope)? {
         let h = Holdings::read(db)?;
+        if h.cuda_pids.is_empty() {
+            // No CUDA anywhere in the file: the analysis itself says so.
+            return Ok(scope);
+        }
         let whose = match scope.pid {
             Some(pid) => format!("process {pid}"),
             None => "any process".into(),
