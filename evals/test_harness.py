@@ -271,7 +271,7 @@ class ScriptedModelMode(unittest.TestCase):
         self.assertTrue(model.requests)
         self.assertTrue(all(r.get("max_tokens") == 321 for r in model.requests), [r.get("max_tokens") for r in model.requests])
         sent = [m["content"] for r in model.requests for m in r["messages"] if m.get("role") == "tool"]
-        self.assertTrue(any(t.startswith("pid 2233 (python3): GPU idle") for t in sent), [t[:80] for t in sent])
+        self.assertTrue(any(t.split("\n", 1)[-1].startswith("pid 2233 (python3): GPU idle") for t in sent), [t[:80] for t in sent])
         self.assertTrue(any(t.startswith("error: unknown tool 'investigate'") for t in sent))
 
     def test_truncation_is_marked_and_json_content_selectable(self) -> None:

@@ -55,7 +55,7 @@ pub enum StoreError {
     },
     /// A time-window or duration argument could not be understood (the
     /// message quotes a long text only in part).
-    #[error("bad duration {}: use a number with a unit, e.g. 30s, 5m, 1h, 250ms", crate::clip::clip_quoted(.0))]
+    #[error("bad duration {}: use a number with a unit, e.g. 250ms, 30s, \"60 s\", 1.5m, \"2 minutes\", 1h30m, or ISO 8601 (PT1M30S), or a bare number of seconds (60)", crate::clip::clip_quoted(.0))]
     BadDuration(String),
     /// `ingero merge` was given no input.
     #[error("nothing to merge: give at least one trace database")]

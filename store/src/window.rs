@@ -90,44 +90,99 @@ impl TimeWindow {
     }
 }
 
-/// Parses `250ms`, `30s`, `5m`, `1h`, `1h30m`, `1.5s` or a bare number of seconds.
+/// Parses a duration as a model or a person writes it: `250ms`, `30s`,
+/// `60 s`, `5m`, `1.5m`, `2 minutes`, `1 hour 30 minutes`, `1h30m`, ISO 8601
+/// (`PT1M30S`), or a bare number of seconds (`60`, `1.5`).
 pub fn parse_duration_ns(text: &str) -> Result<i64> {
     let bad = || StoreError::BadDuration(text.to_string());
-    let s = text.trim();
+    let s = text.trim().to_ascii_lowercase();
     if s.is_empty() {
         return Err(bad());
     }
     if let Ok(secs) = s.parse::<f64>() {
         return to_ns(secs, 1e9).ok_or_else(bad);
     }
-    let mut total: f64 = 0.0;
-    let mut rest = s;
+    let total = match s.strip_prefix('p') {
+        Some(iso) => iso_8601_ns(iso),
+        None => worded_ns(&s),
+    };
+    total.and_then(|t| to_ns(t, 1.0)).ok_or_else(bad)
+}
+
+/// Sum of `<number><unit>` pairs, spaces allowed around each part
+/// (`1h30m`, `1 hour, 30 minutes`); `None` when any part is not understood.
+fn worded_ns(s: &str) -> Option<f64> {
+    let mut total = 0.0;
+    let mut pairs = 0;
+    let mut rest = s.trim_start();
     while !rest.is_empty() {
         let num_end = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
+            .unwrap_or(rest.len());
         if num_end == 0 {
-            return Err(bad());
+            return None;
         }
-        let value: f64 = rest[..num_end].parse().map_err(|_| bad())?;
-        let after = &rest[num_end..];
+        let value: f64 = rest[..num_end].parse().ok()?;
+        let after = rest[num_end..].trim_start();
         let unit_end = after
-            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .find(|c: char| !c.is_alphabetic())
             .unwrap_or(after.len());
-        let scale = match &after[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" | "sec" => 1e9,
-            "m" | "min" => 60e9,
-            "h" => 3600e9,
-            "d" => 86400e9,
-            _ => return Err(bad()),
-        };
-        total += value * scale;
-        rest = &after[unit_end..];
+        total += value * unit_scale(&after[..unit_end])?;
+        pairs += 1;
+        rest = after[unit_end..].trim_start_matches([' ', ',', '\t']);
+        if let Some(more) = rest.strip_prefix("and ") {
+            rest = more.trim_start();
+        }
     }
-    to_ns(total, 1.0).ok_or_else(bad)
+    (pairs > 0).then_some(total)
+}
+
+/// Nanoseconds in one `unit` (`ms`, `sec`, `minutes`, `h`, ...).
+fn unit_scale(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" | "nsec" | "nanosecond" | "nanoseconds" => 1.0,
+        "us" | "µs" | "usec" | "microsecond" | "microseconds" => 1e3,
+        "ms" | "msec" | "millisecond" | "milliseconds" => 1e6,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1e9,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60e9,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3600e9,
+        "d" | "day" | "days" => 86400e9,
+        _ => return None,
+    })
+}
+
+/// The part of an ISO 8601 duration after `P` (lower-cased): `t1m30s`,
+/// `1dt2h`; years, months and weeks are refused (their length varies).
+fn iso_8601_ns(iso: &str) -> Option<f64> {
+    let (days, time) = match iso.split_once('t') {
+        Some((d, t)) => (d, Some(t)),
+        None => (iso, None),
+    };
+    let mut total = 0.0;
+    let mut parts = 0;
+    let mut read = |text: &str, units: &[(char, f64)]| -> Option<()> {
+        let mut rest = text;
+        let mut allowed = units;
+        while !rest.is_empty() {
+            let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+            let value: f64 = rest[..end].parse().ok()?;
+            let unit = rest[end..].chars().next()?;
+            let at = allowed.iter().position(|(u, _)| *u == unit)?;
+            total += value * allowed[at].1;
+            allowed = &allowed[at + 1..];
+            parts += 1;
+            rest = &rest[end + unit.len_utf8()..];
+        }
+        Some(())
+    };
+    read(days, &[('d', 86400e9)])?;
+    if let Some(t) = time {
+        if t.is_empty() {
+            return None;
+        }
+        read(t, &[('h', 3600e9), ('m', 60e9), ('s', 1e9)])?;
+    }
+    (parts > 0).then_some(total)
 }
 
 fn to_ns(value: f64, scale: f64) -> Option<i64> {
@@ -148,6 +203,65 @@ mod tests {
         assert!(parse_duration_ns("abc").is_err());
         assert!(parse_duration_ns("5 parsecs").is_err());
         assert!(parse_duration_ns("-3s").is_err());
+    }
+
+    #[test]
+    fn parses_the_forms_models_write() {
+        let secs = |t: &str| parse_duration_ns(t).ok().map(|ns| ns as f64 / 1e9);
+        for (text, want) in [
+            ("60 s", 60.0),
+            ("60s", 60.0),
+            ("60", 60.0),
+            (" 60 ", 60.0),
+            ("1 minute", 60.0),
+            ("2 minutes", 120.0),
+            ("1.5m", 90.0),
+            ("1.5 min", 90.0),
+            ("PT1M", 60.0),
+            ("PT1M30S", 90.0),
+            ("pt0.5s", 0.5),
+            ("P1D", 86400.0),
+            ("P1DT1H", 90000.0),
+            ("1h30m", 5400.0),
+            ("1 hour 30 minutes", 5400.0),
+            ("1 hour, 30 minutes", 5400.0),
+            ("1 hour and 30 seconds", 3630.0),
+            ("10 Seconds", 10.0),
+            ("500 ms", 0.5),
+            ("2 hrs", 7200.0),
+        ] {
+            assert_eq!(secs(text), Some(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn refuses_garbage_listing_the_accepted_forms() {
+        for text in [
+            "",
+            "  ",
+            "s",
+            "minutes",
+            "PT",
+            "P",
+            "PT1S1M",
+            "P1M",
+            "P1Y",
+            "1 fortnight",
+            "1..5s",
+            "1h-30m",
+            "ten seconds",
+            "1e3 s",
+            "T1M",
+        ] {
+            assert!(parse_duration_ns(text).is_err(), "{text:?} accepted");
+        }
+        let message = parse_duration_ns("soon")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        for form in ["60", "30s", "2 minutes", "1.5m", "PT1M30S"] {
+            assert!(message.contains(form), "{form} missing: {message}");
+        }
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub mod sql;
 pub mod stacks;
 pub mod starvation;
 pub mod stats;
+pub mod teach;
 pub mod timeline;
 pub mod waits;
 

@@ -13,6 +13,7 @@ use ingero_tools::ranks::{rank_report, RankReport};
 use ingero_tools::render;
 use ingero_tools::stacks::{hot_stacks, Category, SampleSet, StackQuery, StackReport};
 use ingero_tools::stats::{op_stats, OpStatsReport};
+use ingero_tools::teach::{self, Asked};
 use ingero_tools::timeline::{gpu_track_text, timeline, Timeline};
 use ingero_tools::{Scope, ToolError};
 use rmcp::handler::server::tool::schema_for_output;
@@ -61,9 +62,13 @@ pub const DEFAULT_EVENT_LIMIT: u32 = 100;
 /// Window, process and database shared by the analysis tools.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ScopeArgs {
-    /// Keep only the last part of the capture: a duration before its end, e.g. "30s", "5m", "1h30m". Whole capture when absent.
+    /// Keep only the last part of the capture: a duration counted back from its end, e.g. "30s", "5m", "2 minutes", "PT1M30S", or a number of seconds. Whole capture when absent. Every answer's first line says the window in seconds from the capture start.
+    #[serde(default, deserialize_with = "duration_text")]
+    #[schemars(schema_with = "duration_schema")]
     pub since: Option<String>,
-    /// Drop the end of the capture: a duration before its end, e.g. "10s". Up to the end when absent.
+    /// Drop the end of the capture: a duration counted back from its end, shorter than since, e.g. "10s" (since "30s", until "10s": the 20 s ending 10 s before the end). Up to the end when absent.
+    #[serde(default, deserialize_with = "duration_text")]
+    #[schemars(schema_with = "duration_schema")]
     pub until: Option<String>,
     /// Only this process id.
     pub pid: Option<i32>,
@@ -129,14 +134,70 @@ pub struct EventsArgs {
     pub min_dur: Option<String>,
 }
 
+/// A duration argument as text: a string as given, a number as seconds.
+fn duration_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    /// Either JSON form.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Seconds(f64),
+    }
+    Ok(match Option::<Raw>::deserialize(d)? {
+        None => None,
+        Some(Raw::Text(s)) => Some(s),
+        Some(Raw::Seconds(n)) => Some(n.to_string()),
+    })
+}
+
+/// Input schema of a duration argument: text, a number of seconds, or null.
+fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": ["string", "number", "null"] })
+}
+
+/// A scope checked against the file: what was asked, its parsed window.
+#[derive(Debug, Clone)]
+pub(crate) struct Checked {
+    asked: Asked,
+    window: TimeWindow,
+}
+
+impl Checked {
+    /// The scope to analyse in `db`, or an error that teaches (see
+    /// [`ingero_tools::teach`]).
+    fn scope(&self, db: &ingero_store::TraceDb) -> Result<Scope, ToolError> {
+        teach::check(db, &self.asked, self.window)
+    }
+
+    /// The same check, for a tool that explains CUDA activity.
+    fn needing_cuda(mut self) -> Checked {
+        self.asked.needs_cuda = true;
+        self
+    }
+
+    /// The same check, with an op filter.
+    fn with_op(mut self, op: Option<String>) -> Checked {
+        self.asked.op = op;
+        self
+    }
+}
+
 impl ScopeArgs {
-    /// The analysis scope the window strings and pid describe.
-    fn to_scope(&self) -> Result<Scope, CallToolResult> {
+    /// The window strings parsed, with what was asked, to check against the
+    /// file when the tool runs.
+    fn to_scope(&self) -> Result<Checked, CallToolResult> {
         let window = TimeWindow::parse(self.since.as_deref(), self.until.as_deref())
             .map_err(|e| failure(e.to_string()))?;
-        Ok(Scope {
+        Ok(Checked {
+            asked: Asked {
+                since: self.since.clone(),
+                until: self.until.clone(),
+                pid: self.pid,
+                rank: self.rank,
+                op: None,
+                needs_cuda: false,
+            },
             window,
-            pid: self.pid,
         })
     }
 
@@ -162,12 +223,14 @@ macro_rules! bail_tool {
 impl IngeroMcp {
     /// Runs one analysis through the result cache: reused while the file is
     /// unchanged, computed on the pool otherwise.
+    #[allow(clippy::too_many_arguments)]
     async fn analyse<T, F>(
         &self,
         tool: &'static str,
         key: String,
         db: Option<&str>,
         ctx: &RequestContext<RoleServer>,
+        window: TimeWindow,
         job: F,
         shape: Shape<T>,
     ) -> Result<CallToolResult, ErrorData>
@@ -175,6 +238,9 @@ impl IngeroMcp {
         T: Send + 'static,
         F: FnOnce(&ingero_store::TraceDb) -> Result<T, ToolError> + Send + 'static,
     {
+        let job = move |db: &ingero_store::TraceDb| {
+            job(db).map(|value| (value, teach::window_line(db.span(), &window)))
+        };
         let pool = bail_tool!(self.pick_db(db));
         let stamp = super::cache::Stamp::of(pool.path());
         if let Some(stamp) = stamp {
@@ -224,7 +290,7 @@ impl<T: Serialize> Shape<T> {
 
 /// Maps an analysis outcome to a tool result.
 fn finish<T>(
-    outcome: Result<Result<T, ToolError>, CallToolResult>,
+    outcome: Result<Result<(T, String), ToolError>, CallToolResult>,
     what: &str,
     shape: Shape<T>,
 ) -> Result<CallToolResult, ErrorData> {
@@ -236,11 +302,17 @@ fn finish<T>(
             }
             Ok(failure(e.to_string()))
         }
-        Ok(Ok(value)) => {
+        Ok(Ok((value, window))) => {
             let json = (shape.json)(&value).map_err(|e| {
                 ErrorData::internal_error(format!("cannot serialise result: {e}"), None)
             })?;
-            structured(&json, (shape.text)(&value))
+            let text = (shape.text)(&value);
+            let text = if text.starts_with("Window:") {
+                text
+            } else {
+                format!("{window}\n{text}")
+            };
+            structured(&json, text)
         }
     }
 }
@@ -259,14 +331,15 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.to_scope());
-        let rank = args.rank;
+        let window = scope.window;
         let key = args.cache_key("");
         self.analyse(
             "explain",
             key,
             args.db.as_deref(),
             &ctx,
-            move |db| explain(db, &scope.for_rank(db, rank)?),
+            window,
+            move |db| explain(db, &scope.scope(db)?),
             Shape::readable(render::report_text),
         )
         .await
@@ -284,14 +357,16 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.to_scope());
+        let window = scope.window;
         let key = args.cache_key("");
         self.analyse(
             "get_rank_report",
             key,
             args.db.as_deref(),
             &ctx,
+            window,
             move |db| {
-                let ds = ingero_tools::dataset::Dataset::load(db, &scope)?;
+                let ds = ingero_tools::dataset::Dataset::load(db, &scope.scope(db)?)?;
                 rank_report(db, &ds)
             },
             Shape::readable(ingero_tools::render_ranks::ranks_text),
@@ -311,14 +386,15 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.to_scope());
-        let rank = args.rank;
+        let window = scope.window;
         let key = args.cache_key("");
         self.analyse(
             "get_trace_stats",
             key,
             args.db.as_deref(),
             &ctx,
-            move |db| op_stats(db, &scope.for_rank(db, rank)?),
+            window,
+            move |db| op_stats(db, &scope.scope(db)?),
             Shape::readable(render::stats_text),
         )
         .await
@@ -335,8 +411,8 @@ impl IngeroMcp {
         Parameters(args): Parameters<ChainsArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = bail_tool!(args.scope.to_scope());
-        let rank = args.scope.rank;
+        let scope = bail_tool!(args.scope.to_scope()).needing_cuda();
+        let window = scope.window;
         let detail = args.detail.unwrap_or_default();
         let key = args.scope.cache_key(&format!("{detail:?}"));
         self.analyse(
@@ -344,9 +420,8 @@ impl IngeroMcp {
             key,
             args.scope.db.as_deref(),
             &ctx,
-            move |db| {
-                causal_chains(db, &scope.for_rank(db, rank)?).map(|r| ChainsView::new(r, detail))
-            },
+            window,
+            move |db| causal_chains(db, &scope.scope(db)?).map(|r| ChainsView::new(r, detail)),
             Shape {
                 json: |v: &ChainsView| {
                     let mut j = v.to_value()?;
@@ -371,14 +446,15 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.to_scope());
-        let rank = args.rank;
+        let window = scope.window;
         let key = args.cache_key("");
         self.analyse(
             "get_per_process_breakdown",
             key,
             args.db.as_deref(),
             &ctx,
-            move |db| per_process(db, &scope.for_rank(db, rank)?),
+            window,
+            move |db| per_process(db, &scope.scope(db)?),
             Shape::readable(render::processes_text),
         )
         .await
@@ -396,7 +472,7 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
-        let rank = args.scope.rank;
+        let window = scope.window;
         let bucket_ns = match args.bucket.as_deref().map(parse_duration_ns).transpose() {
             Ok(Some(0)) => return Ok(failure("bucket must be longer than zero".into())),
             Ok(b) => b,
@@ -408,7 +484,8 @@ impl IngeroMcp {
             key,
             args.scope.db.as_deref(),
             &ctx,
-            move |db| timeline(db, &scope.for_rank(db, rank)?, bucket_ns),
+            window,
+            move |db| timeline(db, &scope.scope(db)?, bucket_ns),
             Shape::plain(|t| format!("{}{}", render::timeline_text(t), gpu_track_text(t))),
         )
         .await
@@ -426,7 +503,6 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
-        let rank = args.scope.rank;
         let window = match (args.start_offset_s, args.end_offset_s) {
             (Some(a), Some(b)) if a.is_finite() && b.is_finite() && b > a => {
                 Some(ingero_report::svg::ChartWindow {
@@ -446,14 +522,18 @@ impl IngeroMcp {
         let pool = bail_tool!(self.pick_db(args.scope.db.as_deref()));
         let out = self
             .run_on(pool, &ctx, "get_timeline_chart", move |db| {
-                let ds = ingero_tools::dataset::Dataset::load(db, &scope.for_rank(db, rank)?)?;
-                Ok::<_, ToolError>(ingero_report::svg::timeline_svg(&ds, window, width, height))
+                let ds = ingero_tools::dataset::Dataset::load(db, &scope.scope(db)?)?;
+                let line = teach::window_line(db.span(), &scope.window);
+                Ok::<_, ToolError>((
+                    ingero_report::svg::timeline_svg(&ds, window, width, height),
+                    line,
+                ))
             })
             .await;
-        let svg = match out {
+        let (svg, line) = match out {
             Err(tool_err) => return Ok(tool_err),
             Ok(Err(e)) => return Ok(failure(e.to_string())),
-            Ok(Ok(svg)) => svg,
+            Ok(Ok(drawn)) => drawn,
         };
         let info = ChartInfo {
             mime_type: "image/svg+xml".to_string(),
@@ -463,7 +543,10 @@ impl IngeroMcp {
         };
         let mut result = structured(
             &info,
-            format!("timeline chart: {width}x{height} SVG, {} bytes", svg.len()),
+            format!(
+                "{line}\ntimeline chart: {width}x{height} SVG, {} bytes",
+                svg.len()
+            ),
         )?;
         use base64::Engine as _;
         result.content.insert(
@@ -488,7 +571,7 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
-        let rank = args.scope.rank;
+        let window = scope.window;
         let set = match args
             .stacks
             .as_deref()
@@ -526,7 +609,7 @@ impl IngeroMcp {
             return Ok(failure("limit must be between 1 and 100".into()));
         }
         let query = StackQuery {
-            scope,
+            scope: Scope::ALL,
             tid: args.tid,
             gpu_thread: args.gpu_thread.unwrap_or(false),
             set,
@@ -542,9 +625,10 @@ impl IngeroMcp {
             key,
             args.scope.db.as_deref(),
             &ctx,
+            window,
             move |db| {
                 let mut query = query;
-                query.scope = query.scope.for_rank(db, rank)?;
+                query.scope = scope.scope(db)?;
                 hot_stacks(db, &query)
             },
             Shape::plain(ingero_tools::render_stacks::stacks_text),
@@ -564,7 +648,7 @@ impl IngeroMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let scope = bail_tool!(args.scope.to_scope());
-        let rank = args.scope.rank;
+        let window = scope.window;
         let limit = args.limit.unwrap_or(DEFAULT_EVENT_LIMIT);
         if limit == 0 || limit > MAX_EVENT_LIMIT {
             return Ok(failure(format!(
@@ -575,9 +659,11 @@ impl IngeroMcp {
             Ok(d) => d,
             Err(e) => return Ok(failure(e.to_string())),
         };
+        let op = args.op.clone().filter(|o| !o.trim().is_empty());
+        let scope = scope.with_op(op.clone());
         let query = EventQuery {
-            scope,
-            op: args.op.clone().filter(|o| !o.trim().is_empty()),
+            scope: Scope::ALL,
+            op,
             min_dur_ns,
             limit,
             offset: args.offset.unwrap_or(0),
@@ -591,9 +677,10 @@ impl IngeroMcp {
             key,
             args.scope.db.as_deref(),
             &ctx,
+            window,
             move |db| {
                 let mut query = query;
-                query.scope = query.scope.for_rank(db, rank)?;
+                query.scope = scope.scope(db)?;
                 query_events(db, &query)
             },
             Shape::plain(render::events_text),
