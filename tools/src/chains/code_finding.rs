@@ -33,15 +33,12 @@ const NAMED: usize = 3;
 /// explains from `pool`.
 pub fn detect(ctx: &Context, idle: &ProcessIdle, pool: &mut [i64]) -> Vec<CausalChain> {
     let loop_idle = idle.loop_idle_ns();
-    let whole = loop_idle;
     if loop_idle <= 0 {
         return Vec::new();
     }
     let mut out = Vec::new();
+    // Start-up and the tail hold nothing in the pool: they lie outside the loop.
     for (slot, key) in PARTS.iter().map(|p| p.key).enumerate() {
-        if matches!(key, "before_first_call" | "after_last_call") {
-            continue;
-        }
         let left = pool[slot];
         if left < MIN_NS || (left as f64) < MIN_SHARE * loop_idle as f64 {
             continue;
@@ -52,7 +49,7 @@ pub fn detect(ctx: &Context, idle: &ProcessIdle, pool: &mut [i64]) -> Vec<Causal
             .iter()
             .find(|p| p.key == key && !p.code.is_empty() && p.coverage > 0.0)
         {
-            Some(part) => out.push(finding(ctx, idle, part, left, whole, loop_idle)),
+            Some(part) => out.push(finding(ctx, idle, part, left, loop_idle)),
             None => out.push(state_only(ctx, idle, key, left, loop_idle)),
         }
     }
@@ -198,7 +195,6 @@ fn finding(
     idle: &ProcessIdle,
     part: &PartCode,
     left: i64,
-    whole: i64,
     loop_idle: i64,
 ) -> CausalChain {
     let named: Vec<&CodeShare> = part.code.iter().take(NAMED).collect();
@@ -211,7 +207,7 @@ fn finding(
     let summary = format!(
         "GPU idle {} ({} of the loop's idle time) while GPU thread {} was {}: {} in {}",
         format::ns(left),
-        format::pct(left as f64 / whole.max(1) as f64),
+        format::pct(left as f64 / loop_idle.max(1) as f64),
         idle.gpu_thread,
         words,
         format::pct(top.share_of_part),
@@ -293,7 +289,7 @@ fn finding(
         severity: Severity::Low,
         score: 0.0,
         explained_ns: left,
-        explained_share: left as f64 / whole.max(1) as f64,
+        explained_share: left as f64 / loop_idle.max(1) as f64,
         summary,
         root_cause,
         steps,

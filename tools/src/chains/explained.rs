@@ -105,9 +105,8 @@ pub fn claim(chains: &mut [CausalChain], idle: &ProcessIdle) -> Vec<i64> {
     let whole = idle.loop_idle_ns();
     let mut pool: Vec<i64> = idle.causes.labelled().iter().map(|(_, v)| *v).collect();
     // Start-up and the tail lie outside the loop: reported beside it.
-    pool[0] = 0;
-    let last = pool.len() - 1;
-    pool[last] = 0;
+    pool[position(State::BeforeFirst)] = 0;
+    pool[position(State::AfterLast)] = 0;
     // Mechanisms with one dedicated part first (a page-allocation storm owns
     // the on-CPU time during storms before a general on-CPU finding takes
     // it), then larger claims first: what each could take from the pool.
