@@ -33,7 +33,7 @@ from ingero_eval.cases import Case, CaseError, load_cases  # noqa: E402
 from ingero_eval.facts import check  # noqa: E402
 from ingero_eval.model import Endpoint, Limits, endpoint_from_env, function_tools, run_model  # noqa: E402
 from ingero_eval.report import case_passed, model_table, tool_table  # noqa: E402
-from ingero_eval.session import SetupError, connect, follow_prompt, investigate_prompt, prepare_library  # noqa: E402
+from ingero_eval.session import SetupError, connect, follow_prompt, investigate_prompt, place_case, release_case  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -58,32 +58,44 @@ def tool_case(case: Case, inv: Any) -> dict[str, Any]:
     return {"id": case.id, "db": case.db_name, "question": case.question, "steps": inv.steps, "facts": facts}
 
 
-async def run_all(args: argparse.Namespace, cases: list[Case], library: Path, ep: Endpoint | None) -> dict[str, Any]:
-    """Runs tool mode, then model mode when configured, over one server session."""
-    report: dict[str, Any] = {"tool_mode": [], "model_mode": None}
-    async with connect(args.bin, library, cases[0].db_name) as client:
+async def run_case(args: argparse.Namespace, case: Case, library: Path, ep: Endpoint | None,
+                   report: dict[str, Any]) -> None:
+    """Serves one case's database from a server of its own, runs tool mode and
+    (when configured) model mode on it, and adds the rows to `report`."""
+    async with connect(args.bin, library, case.db_name) as client:
         listed = (await client.list_tools()).tools
-        available = {t.name for t in listed}
         if args.mode in ("auto", "tool"):
-            for case in cases:
-                try:
-                    inv = await follow_prompt(client, case, available)
-                    report["tool_mode"].append(tool_case(case, inv))
-                except Exception as e:  # a broken case must not hide the others
-                    report["tool_mode"].append({"id": case.id, "db": case.db_name, "facts": [], "error": f"{type(e).__name__}: {e}"})
+            try:
+                inv = await follow_prompt(client, case, {t.name for t in listed})
+                report["tool_mode"].append(tool_case(case, inv))
+            except Exception as e:  # a broken case must not hide the others
+                report["tool_mode"].append({"id": case.id, "db": case.db_name, "facts": [], "error": f"{type(e).__name__}: {e}"})
         if ep is not None:
-            tools = function_tools(listed)
             limits = Limits(args.max_turns, args.max_tool_chars, args.max_tokens, args.timeout, args.case_budget,
                             args.tool_content)
-            rows = []
-            for case in cases:
-                prompt = await investigate_prompt(client, case)
-                t = await run_model(ep, client, tools, prompt, case.question, limits)
-                rows.append({"id": case.id, "db": case.db_name, "question": case.question, "calls": t.calls,
-                             "answer": t.answer, "error": t.error,
-                             "facts": grade(case.must, case.must_not, t.answer, t.results, len(t.calls))})
-                print(f"model: {case.id}: {len(t.calls)} tool calls{', ' + t.error if t.error else ''}", file=sys.stderr, flush=True)
-            report["model_mode"] = {"model": ep.describe(), "limits": vars(limits), "cases": rows}
+            prompt = await investigate_prompt(client, case)
+            t = await run_model(ep, client, function_tools(listed), prompt, case.question, limits)
+            report["model_mode"]["limits"] = vars(limits)
+            report["model_mode"]["cases"].append({
+                "id": case.id, "db": case.db_name, "question": case.question, "calls": t.calls, "answer": t.answer,
+                "error": t.error, "facts": grade(case.must, case.must_not, t.answer, t.results, len(t.calls))})
+            print(f"model: {case.id}: {len(t.calls)} tool calls{', ' + t.error if t.error else ''}", file=sys.stderr, flush=True)
+
+
+async def run_all(args: argparse.Namespace, cases: list[Case], library: Path, ep: Endpoint | None) -> dict[str, Any]:
+    """Runs every case in turn: its database is placed, served, checked in
+    tool mode and then in model mode when configured, and removed again
+    (unless `--keep`), so that one unpacked recording is on disk at a time."""
+    report: dict[str, Any] = {"tool_mode": [], "model_mode": None}
+    if ep is not None:
+        report["model_mode"] = {"model": ep.describe(), "limits": {}, "cases": []}
+    for case in cases:
+        db = place_case(case, args.bin, library)
+        try:
+            await run_case(args, case, library, ep, report)
+        finally:
+            if not args.keep:
+                release_case(db)
     return report
 
 
@@ -123,7 +135,6 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ingero-eval-") as tmp:
         library = args.keep or Path(tmp) / "lib"
         try:
-            prepare_library(cases, args.bin, library)
             report = anyio.run(run_all, args, cases, library, ep)
         except SetupError as e:
             print(f"error: {e}", file=sys.stderr)

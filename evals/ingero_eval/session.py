@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -28,25 +29,33 @@ class SetupError(RuntimeError):
     """The databases or the server could not be prepared."""
 
 
-def prepare_library(cases: list[Case], binary: str, folder: Path) -> Path:
-    """Copies each case's database into `folder` (demo scenarios are generated
-    there) and returns the folder, which the server is confined to."""
+def place_case(case: Case, binary: str, folder: Path) -> Path:
+    """Puts one case's database into `folder` (a demo scenario is generated
+    there; a packed recording is unpacked) and returns its path. The server is
+    confined to `folder`. A file already there is kept (`--keep` reruns)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for case in cases:
-        dest = folder / case.db_name
-        if dest.exists():
-            continue
-        if case.demo:
-            out = subprocess.run([binary, "demo", case.demo, "--db", str(dest)], capture_output=True, text=True, timeout=300)
-            if out.returncode != 0:
-                raise SetupError(f"ingero demo {case.demo}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
-        else:
-            assert case.db is not None
-            try:
-                place(case.db, dest)
-            except OSError as e:
-                raise SetupError(f"{case.id}: cannot copy {case.db}: {e}") from e
-    return folder
+    dest = folder / case.db_name
+    if dest.exists():
+        return dest
+    if case.demo:
+        out = subprocess.run([binary, "demo", case.demo, "--db", str(dest)], capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise SetupError(f"ingero demo {case.demo}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
+    else:
+        assert case.db is not None
+        try:
+            place(case.db, dest)
+        except OSError as e:
+            free = shutil.disk_usage(folder).free // (1 << 20)
+            raise SetupError(f"{case.id}: cannot copy {case.db} into {folder} ({free} MiB free there): {e}") from e
+    return dest
+
+
+def release_case(db: Path) -> None:
+    """Removes a case's served database and its SQLite side files, so that
+    the disk holds one unpacked recording at a time."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
 
 
 def text_of(result: Any) -> str:
