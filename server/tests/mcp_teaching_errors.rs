@@ -4,10 +4,11 @@
 //! error naming the capture span, the GPU-driving pids and a corrected
 //! call; every answer's text starts with the window it covers.
 
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+mod stdio_client;
+
+use serde_json::json;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use stdio_client::StdioServer;
 
 /// The committed capture these tests read.
 fn capture() -> PathBuf {
@@ -15,80 +16,9 @@ fn capture() -> PathBuf {
         .join("../tests/data/ingero-investigations/pytorch-dataloader-starvation.db")
 }
 
-/// A running `ingero mcp --db`, initialised.
-struct Server {
-    child: Child,
-    to: ChildStdin,
-    from: BufReader<ChildStdout>,
-    next_id: i64,
-}
-
-impl Server {
-    fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ingero"))
-            .args(["mcp", "--db"])
-            .arg(capture())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start ingero mcp");
-        let to = child.stdin.take().expect("stdin");
-        let from = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut server = Server {
-            child,
-            to,
-            from,
-            next_id: 1,
-        };
-        let init = server.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "teaching-test", "version": "1"}}),
-        );
-        assert!(init["result"].is_object(), "initialize: {init}");
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.to, "{message}").expect("write to the server");
-        self.to.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            let n = self.from.read_line(&mut line).expect("read the answer");
-            assert!(n > 0, "the server closed its output");
-            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
-            if v["id"] == id {
-                return v;
-            }
-        }
-    }
-
-    /// `tools/call` of `tool`: whether it is an error, and its text.
-    fn call(&mut self, tool: &str, args: Value) -> (bool, String) {
-        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        let result = &r["result"];
-        let text = result["content"]
-            .as_array()
-            .and_then(|c| c.iter().find_map(|b| b["text"].as_str()))
-            .unwrap_or_default()
-            .to_string();
-        (result["isError"] == true, text)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A running `ingero mcp --db` on [`capture`], initialised.
+fn start() -> StdioServer {
+    StdioServer::start([std::ffi::OsString::from("--db"), capture().into_os_string()])
 }
 
 /// What every refusal about this file says: its span, its GPU-driving
@@ -106,7 +36,7 @@ fn describes_the_file(text: &str) {
 
 #[test]
 fn windows_that_hold_nothing_are_refused_with_the_span_and_a_corrected_call() {
-    let mut s = Server::start();
+    let mut s = start();
     let whole = "omit since/until for the whole capture (0-94.6 s)";
     let cuda = "since=\"82.2s\" until=\"31.8s\" (+12.5 s to +62.7 s)";
 
@@ -149,7 +79,7 @@ fn windows_that_hold_nothing_are_refused_with_the_span_and_a_corrected_call() {
 
 #[test]
 fn unknown_pids_ranks_and_ops_are_refused_with_what_exists() {
-    let mut s = Server::start();
+    let mut s = start();
     let (err, text) = s.call("get_causal_chains", json!({"pid": 4242}));
     assert!(err, "{text}");
     assert!(text.starts_with("no process 4242 in this file"), "{text}");
@@ -193,7 +123,7 @@ fn unknown_pids_ranks_and_ops_are_refused_with_what_exists() {
 
 #[test]
 fn answers_start_with_their_window_and_take_the_durations_models_write() {
-    let mut s = Server::start();
+    let mut s = start();
     for tool in [
         "explain",
         "get_causal_chains",

@@ -31,13 +31,13 @@ pub struct ChartArgs {
     /// Window, process and database.
     #[serde(flatten)]
     pub scope: ScopeArgs,
-    /// First second to draw, counted from the capture start (with end_offset_s).
+    /// First second, from the capture start.
     pub start_offset_s: Option<f64>,
-    /// Last second to draw, counted from the capture start.
+    /// Last second, from the capture start.
     pub end_offset_s: Option<f64>,
-    /// Image width in pixels (300-8000, default 1200).
+    /// Pixels (default 1200).
     pub width: Option<u32>,
-    /// Image height in pixels (300-8000, default 640).
+    /// Pixels (default 640).
     pub height: Option<u32>,
 }
 
@@ -62,17 +62,17 @@ pub const DEFAULT_EVENT_LIMIT: u32 = 100;
 /// Window, process and database shared by the analysis tools.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ScopeArgs {
-    /// Keep only the last part of the capture: a duration counted back from its end, e.g. "30s", "5m", "2 minutes", "PT1M30S", or a number of seconds. Whole capture when absent. Every answer's first line says the window in seconds from the capture start.
+    /// Keep only the last part of the capture: a duration counted back from its end ("30s", "5m", "PT1M", or seconds). Said once to models in the server's instructions.
     #[serde(default, deserialize_with = "duration_text")]
     #[schemars(schema_with = "duration_schema")]
     pub since: Option<String>,
-    /// Drop the end of the capture: a duration counted back from its end, shorter than since, e.g. "10s" (since "30s", until "10s": the 20 s ending 10 s before the end). Up to the end when absent.
+    /// Drop the end of the capture: a duration counted back from its end, shorter than since.
     #[serde(default, deserialize_with = "duration_text")]
     #[schemars(schema_with = "duration_schema")]
     pub until: Option<String>,
     /// Only this process id.
     pub pid: Option<i32>,
-    /// Only the process of this global rank (a distributed job: a merged file, or a capture of a node's ranks); instead of pid.
+    /// Only the process of this global rank (NCCL jobs); instead of pid.
     pub rank: Option<i32>,
     /// Database to read (a name from list_databases); the session's current database when absent.
     pub db: Option<String>,
@@ -84,7 +84,7 @@ pub struct ChainsArgs {
     /// Window, process and database.
     #[serde(flatten)]
     pub scope: ScopeArgs,
-    /// "brief" (default, about 4,000 characters): the headline, each process's idle split, every finding ranked with the share of the idle time it explains, and the top finding's root cause, evidence and fix. "full": every finding's steps, evidence and fix, rule checks, gaps, launch/sync/stream statistics and CUDA symptoms.
+    /// "brief" (default) or "full" (every finding's evidence, rule checks, statistics).
     pub detail: Option<Detail>,
 }
 
@@ -94,7 +94,7 @@ pub struct TimelineArgs {
     /// Window, process and database.
     #[serde(flatten)]
     pub scope: ScopeArgs,
-    /// Bucket width, e.g. "1s" or "100ms"; chosen from the window length when absent.
+    /// Bucket width, e.g. "1s".
     pub bucket: Option<String>,
 }
 
@@ -104,15 +104,15 @@ pub struct StacksArgs {
     /// Window, process and database.
     #[serde(flatten)]
     pub scope: ScopeArgs,
-    /// Only this thread id.
+    /// Only this thread.
     pub tid: Option<i32>,
-    /// Only the GPU-driving thread (the one with the most CUDA calls in the window) when no tid is given.
+    /// Only the thread with the most CUDA calls.
     pub gpu_thread: Option<bool>,
-    /// Which samples: "python", "native" (on-CPU and off-CPU), "on_cpu", "off_cpu" or "call_site"; Python where the trace has them, else native.
+    /// "python" (default where recorded), "native", "on_cpu", "off_cpu" or "call_site".
     pub stacks: Option<String>,
-    /// Only samples of this category: "on_cpu" (on the CPU outside CUDA: host wait), "in_cuda", "blocked" or "preempted".
+    /// "on_cpu" (outside CUDA), "in_cuda", "blocked" or "preempted".
     pub category: Option<String>,
-    /// Hot stacks and frames listed (default 10, at most 100).
+    /// Stacks listed (default 10).
     #[schemars(range(min = 1, max = 100))]
     pub limit: Option<u32>,
 }
@@ -123,14 +123,14 @@ pub struct EventsArgs {
     /// Window, process and database.
     #[serde(flatten)]
     pub scope: ScopeArgs,
-    /// Only this CUDA op (e.g. "cudaStreamSynchronize") or host event kind (e.g. "sched_switch").
+    /// CUDA op or host event kind, e.g. "cudaStreamSynchronize", "sched_switch".
     pub op: Option<String>,
-    /// Page size (default 100, at most 1000).
+    /// Page size (default 100).
     #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<u32>,
-    /// Events to skip, for paging (use next_offset from the previous page).
+    /// next_offset of the previous page.
     pub offset: Option<u64>,
-    /// Only events at least this long, e.g. "1ms" (off-CPU time for sched_switch).
+    /// Only events at least this long, e.g. "1ms".
     pub min_dur: Option<String>,
 }
 
@@ -319,7 +319,7 @@ fn finish<T>(
 
 #[tool_router(router = analysis_router, vis = "pub(crate)")]
 impl IngeroMcp {
-    /// The whole report in one call (what `ingero explain --json` prints): capture summary, causal chains, GPU starvation estimate per thread, per-process breakdown, op statistics and what the data cannot support.
+    /// Everything in one large answer (as `ingero explain --json`): summary, findings, idle split per thread, processes, op statistics, limits of the data. Prefer get_causal_chains.
     #[tool(
         name = "explain",
         annotations(title = "Full explanation", read_only_hint = true, open_world_hint = false),
@@ -345,7 +345,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// Ranks of a distributed (NCCL) job in this file: for a merged file (`ingero merge`), each input's clock offset and how it was estimated; per rank and communicator, its collectives, time inside them and how long it waited for the last rank to arrive; stragglers: the rank that arrived last at most collectives, by how much, what its thread was doing while the others waited (cause named only where the states show one), and the wait it imposed on each other rank. Empty lists when the file has no NCCL communicator.
+    /// NCCL jobs: per rank and communicator, collectives, time in them and the wait for the last rank; stragglers and what their thread did meanwhile; clock offsets of a merged file. Empty without NCCL.
     #[tool(
         name = "get_rank_report",
         annotations(title = "Ranks and stragglers", read_only_hint = true, open_world_hint = false),
@@ -374,7 +374,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// Per CUDA op: count, total, mean, p50/p95/p99 and max duration (and whether they are exact or estimated), plus host event totals. Call it after get_causal_chains.
+    /// Per CUDA op: count, total, mean, p50/p95/p99, max (exact or estimated); host event totals.
     #[tool(
         name = "get_trace_stats",
         annotations(title = "CUDA op statistics", read_only_hint = true, open_world_hint = false),
@@ -400,7 +400,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// Start here. How idle the GPU was per GPU-driving process and why (a headline first), then the causal chains linking a host cause (on-CPU work outside CUDA, off-CPU time, page allocations, forks, competing processes) to a GPU symptom (slow syncs, copies, idle GPU), ranked by the idle time they explain. Brief by default; detail "full" for every finding's evidence. GPU busy figures name their source: NVML samples ("NVML: SM busy 34% of the 6.1 s") where the capture has them, otherwise a host-side upper bound said as such.
+    /// Start here. How idle the GPU was and why: the idle time split by what the GPU thread was doing (with its code), then findings ranked by the idle time they explain, each with evidence and a fix.
     #[tool(
         name = "get_causal_chains",
         annotations(title = "Causal chains", read_only_hint = true, open_world_hint = false),
@@ -434,7 +434,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// Per process: CUDA calls and time, host events, off-CPU time; shows which process waits and which works.
+    /// Per process: CUDA calls and time, host events, off-CPU time: who waits, who works.
     #[tool(
         name = "get_per_process_breakdown",
         annotations(title = "Per-process breakdown", read_only_hint = true, open_world_hint = false),
@@ -460,7 +460,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// Activity per time bucket (CUDA time by class, host events) beside the GPU's own NVML samples per GPU (device SM % and memory-controller %, per-process SM %, memory used, PCIe rx/tx, SM clock, power, throttle reasons by name; null where a bucket has no sample): when stalls happen, periodic or not, and whether the GPU was really idle.
+    /// Per time bucket: CUDA time by class, host events and the GPU's NVML samples (SM %, memory, PCIe, clock, power): when stalls happen, periodic or not.
     #[tool(
         name = "get_timeline",
         annotations(title = "Timeline", read_only_hint = true, open_world_hint = false),
@@ -491,7 +491,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// An SVG picture of a time window: per-process CUDA calls, off-CPU intervals of the GPU thread, CPU use and page-allocation rate, with the causal chains shaded. For assistants that show images.
+    /// SVG chart of a window: CUDA calls per process, the GPU thread's off-CPU time, CPU use, page allocations, findings shaded. For assistants that show images.
     #[tool(
         name = "get_timeline_chart",
         annotations(title = "Timeline chart", read_only_hint = true, open_world_hint = false),
@@ -559,7 +559,7 @@ impl IngeroMcp {
         Ok(result)
     }
 
-    /// What the host was doing, from stack samples: hot stacks, top Python and native frames by share of a stated whole, and the split into on-CPU outside CUDA (host wait), inside CUDA, blocked and preempted, for a window, process, thread (or the GPU thread) and category. Use it to name the function behind host compute outside CUDA.
+    /// Which code ran, from stack samples: hot stacks and top Python and native frames with shares, split into on-CPU, in CUDA, blocked and preempted. Names the functions behind idle time.
     #[tool(
         name = "get_stacks",
         annotations(title = "Hot stacks", read_only_hint = true, open_world_hint = false),
@@ -636,7 +636,7 @@ impl IngeroMcp {
         .await
     }
 
-    /// Raw events (CUDA calls and host events), filtered by window, pid and op, newest last, paged with limit/offset.
+    /// Raw CUDA calls and host events in time order, filtered by op, paged.
     #[tool(
         name = "get_events",
         annotations(title = "Raw events", read_only_hint = true, open_world_hint = false),

@@ -86,9 +86,16 @@ const BRIEF_CHAIN: &[&str] = &[
 /// Report fields that `brief` leaves out.
 const BRIEF_REPORT_DROPS: &[&str] = &["symptoms"];
 /// How to get what `brief` leaves out (the last `left_out` item).
-const FULL_HINT: &str = "call get_causal_chains with detail \"full\" for these";
+const FULL_HINT: &str = "detail \"full\" gives them";
 /// Processes `brief` lists.
 const BRIEF_PROCESSES: usize = 3;
+/// Findings whose summary the brief text gives (the others: one line).
+const BRIEF_SUMMARIES: usize = 3;
+/// Longest root cause, fix or summary line of the brief text, characters
+/// (the rest is marked cut; `detail: "full"` has it whole).
+const BRIEF_LINE: usize = 360;
+/// Pids a brief finding line names before "and N more".
+const BRIEF_PIDS: usize = 4;
 
 impl ChainsView {
     /// The view of `report` at `detail`.
@@ -97,13 +104,11 @@ impl ChainsView {
         if detail == Detail::Brief {
             if report.chains.len() > 1 {
                 left_out.push(format!(
-                    "root cause, evidence and fix of findings 2-{}",
+                    "findings 2-{}'s root cause, evidence and fix",
                     report.chains.len()
                 ));
             }
-            left_out.push(
-                "steps of each finding; rule checks, longest gaps, launch, sync and stream statistics per process; CUDA symptoms".to_string(),
-            );
+            left_out.push("steps, rule checks, statistics, CUDA symptoms".to_string());
             if report.gpu_idle.len() > BRIEF_PROCESSES {
                 left_out.push(format!(
                     "{} more GPU-driving processes",
@@ -152,32 +157,63 @@ impl ChainsView {
             }
             Detail::Brief => {
                 s.push_str("GPU idle\n");
-                for p in r.gpu_idle.iter().take(BRIEF_PROCESSES) {
-                    s.push_str(&idle_lines(p));
+                for (i, p) in r.gpu_idle.iter().take(BRIEF_PROCESSES).enumerate() {
+                    s.push_str(&idle_lines(p, i == 0));
                 }
-                s.push_str("\nCausal chains, ranked\n");
+                let lead = r.gpu_idle.first();
+                match lead {
+                    Some(p) => {
+                        let _ = writeln!(
+                            s,
+                            "\nCausal chains, ranked (shares of pid {}'s {} GPU idle time in its loop, first to last CUDA call)",
+                            p.pid,
+                            ns(p.loop_idle_ns())
+                        );
+                    }
+                    None => s.push_str("\nCausal chains, ranked\n"),
+                }
                 if r.chains.is_empty() {
                     s.push_str("  none found\n");
                 }
                 for (i, c) in r.chains.iter().enumerate() {
+                    let share = match lead {
+                        Some(p) if c.victim_pid == Some(p.pid) => {
+                            format!(
+                                "explains {} ({})",
+                                ns(c.explained_ns),
+                                pct(c.explained_share)
+                            )
+                        }
+                        _ => explains(r, c),
+                    };
+                    if i >= BRIEF_SUMMARIES {
+                        let _ = writeln!(
+                            s,
+                            "{}. [{}] {} ({}): {share}",
+                            i + 1,
+                            c.severity.label(),
+                            c.cause.name(),
+                            c.id
+                        );
+                        continue;
+                    }
                     let _ = writeln!(
                         s,
-                        "{}. [{}] {} ({}): {}; pids {:?}; +{:.1}s..+{:.1}s",
+                        "{}. [{}] {} ({}): {share}; {}; +{:.1}s..+{:.1}s",
                         i + 1,
                         c.severity.label(),
                         c.cause.name(),
                         c.id,
-                        explains(r, c),
-                        c.culprit_pids,
+                        pids_text(&c.culprit_pids),
                         c.start_offset_s,
                         c.end_offset_s
                     );
                     if i > 0 {
-                        let _ = writeln!(s, "   {}", c.summary);
+                        let _ = writeln!(s, "   {}", clip(&c.summary, BRIEF_LINE));
                     } else {
-                        let _ = writeln!(s, "   root cause: {}", c.root_cause);
+                        let _ = writeln!(s, "   root cause: {}", clip(&c.root_cause, BRIEF_LINE));
                         let _ = writeln!(s, "   evidence: {}", evidence_line(c));
-                        let _ = writeln!(s, "   fix: {}", c.fix);
+                        let _ = writeln!(s, "   fix: {}", clip(&c.fix, BRIEF_LINE));
                     }
                 }
             }
@@ -186,7 +222,7 @@ impl ChainsView {
             let _ = writeln!(s, "note: {n}");
         }
         if let Some((hint, items)) = self.left_out.split_last() {
-            let _ = writeln!(s, "left out: {} ({hint})", items.join("; "));
+            let _ = writeln!(s, "left out ({hint}): {}", items.join("; "));
         }
         s
     }
@@ -274,27 +310,43 @@ pub fn headline(r: &ChainReport) -> String {
             pct(*v as f64 / p.host_wait_ns.max(1) as f64)
         );
     }
-    if r.chains.is_empty() {
-        s.push_str(" No finding.");
-    } else {
-        s.push_str(" Findings, ranked: ");
-        let list: Vec<String> = r
-            .chains
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                format!(
-                    "{}. {} (explains {} of the idle time in the loop)",
-                    i + 1,
-                    c.cause.name(),
-                    pct(c.explained_share)
-                )
-            })
-            .collect();
-        s.push_str(&list.join(", "));
-        s.push('.');
+    match r.chains.first() {
+        None => s.push_str(" No finding."),
+        Some(top) => {
+            let _ = write!(
+                s,
+                " Top finding of {}: {} (explains {} of the idle time in the loop).",
+                r.chains.len(),
+                top.cause.name(),
+                pct(top.explained_share)
+            );
+        }
     }
     s
+}
+
+/// `text` cut at a word boundary before `max` characters, the cut marked.
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max).collect();
+    let cut = head.rfind(' ').unwrap_or(head.len());
+    format!("{} [cut]", head[..cut].trim_end_matches([',', ';', ':']))
+}
+
+/// The pids of a finding, the first few named.
+fn pids_text(pids: &[i32]) -> String {
+    let named: Vec<String> = pids
+        .iter()
+        .take(BRIEF_PIDS)
+        .map(|p| p.to_string())
+        .collect();
+    match pids.len() {
+        0 => "no pid".to_string(),
+        n if n > BRIEF_PIDS => format!("pids {} and {} more", named.join(", "), n - BRIEF_PIDS),
+        _ => format!("pids {}", named.join(", ")),
+    }
 }
 
 /// How the busy figure was obtained, said after the idle share.
@@ -311,7 +363,8 @@ fn source_said(p: &ProcessIdle) -> &'static str {
 const SMALL_PART: f64 = 0.01;
 
 /// Two lines per process: the idle share, then the split of the idle time.
-fn idle_lines(p: &ProcessIdle) -> String {
+/// The headline's process (`lead`) is not given its idle share again.
+fn idle_lines(p: &ProcessIdle, lead: bool) -> String {
     let whole = p.host_wait_ns.max(1) as f64;
     let all = p.causes.labelled();
     let (big, small): (Vec<_>, Vec<_>) = all
@@ -331,8 +384,27 @@ fn idle_lines(p: &ProcessIdle) -> String {
             pct(sum as f64 / whole)
         ));
     }
+    let split = format!(
+        "      while the GPU idled ({}), GPU thread {} was: {}\n",
+        ns(p.host_wait_ns),
+        p.gpu_thread,
+        parts.join(", ")
+    );
+    if lead {
+        return format!(
+            "  pid {} {} (as in the first line): busy {}{}\n{split}",
+            p.pid,
+            p.comm,
+            if p.busy_is_upper_bound {
+                "at most "
+            } else {
+                ""
+            },
+            ns(p.busy_ns)
+        );
+    }
     format!(
-        "  pid {} {}: GPU idle {}{} of {} ({} from the first to the last CUDA call); busy {}{}{}\n      while the GPU idled ({}), GPU thread {} was: {}\n",
+        "  pid {} {}: GPU idle {}{} of {} ({} from the first to the last CUDA call); busy {}{}{}\n{split}",
         p.pid,
         p.comm,
         if p.busy_is_upper_bound { "at least " } else { "" },
@@ -342,9 +414,6 @@ fn idle_lines(p: &ProcessIdle) -> String {
         if p.busy_is_upper_bound { "at most " } else { "" },
         ns(p.busy_ns),
         source_said(p),
-        ns(p.host_wait_ns),
-        p.gpu_thread,
-        parts.join(", ")
     )
 }
 

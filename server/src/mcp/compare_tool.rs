@@ -17,13 +17,13 @@ use serde::Deserialize;
 /// Arguments of `compare_runs`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct CompareArgs {
-    /// Database of the baseline run, before the change (a name from list_databases).
+    /// Database before the change.
     pub base: String,
-    /// Database of the run to judge, after the change (a name from list_databases).
+    /// Database after the change.
     pub new: String,
-    /// Part of each run to read: "steady" (default: first to last CUDA call) or "whole" (the whole capture).
+    /// "steady" (default: first to last CUDA call) or "whole".
     pub window: Option<WindowChoice>,
-    /// "brief" (default): verdict, idle share and findings side by side. "full": also the idle split, per-op figures, rates, processes and code paths.
+    /// "brief" (default) or "full".
     pub detail: Option<String>,
 }
 
@@ -32,7 +32,7 @@ type Side = Result<(Report, compare::processes::Commands), ToolError>;
 
 #[tool_router(router = compare_router, vis = "pub(crate)")]
 impl IngeroMcp {
-    /// Did the fix work? Compares a baseline database with a later one: each finding present in both, gone or new with the idle time it explains, the GPU idle share and its split, per-op count/total/p50/p99, launch rate, copy bandwidth, page allocations, context switches and NVML busy side by side, normalised per second and per step, processes matched by role and command line, and a one-sentence verdict with a confidence judged against each run's own spread (a change inside it is "within noise"). Reads each run's steady phase (first to last CUDA call) unless window is "whole".
+    /// Did a change help? Compares a baseline database with a later one: findings kept, gone or new with their idle time, idle share, per-op and rate figures per step, and a verdict judged against each run's own noise.
     #[tool(
         name = "compare_runs",
         annotations(title = "Compare two runs", read_only_hint = true, open_world_hint = false),

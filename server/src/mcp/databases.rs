@@ -26,7 +26,7 @@ pub struct DatabaseList {
 /// Arguments of `open_database`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct OpenArgs {
-    /// Database to open: a name from list_databases (relative to the allowed folder) or an absolute path inside it.
+    /// A name from list_databases.
     pub path: String,
 }
 
@@ -53,7 +53,7 @@ fn is_sessionless_http(ctx: &RequestContext<RoleServer>) -> bool {
 
 #[tool_router(router = databases_router, vis = "pub(crate)")]
 impl IngeroMcp {
-    /// Lists the trace databases (.db files) in the folder this server may read, and which one is current.
+    /// Trace databases (.db) this server may read, and the current one.
     #[tool(
         name = "list_databases",
         annotations(title = "List trace databases", read_only_hint = true, open_world_hint = false),
@@ -88,7 +88,7 @@ impl IngeroMcp {
         structured(&result, text)
     }
 
-    /// Makes a database from list_databases the session's current one (checked to be a readable trace database). In stateless HTTP mode, pass `db` to each tool instead.
+    /// Makes a database from list_databases the current one (stateless HTTP: pass db to each tool instead).
     #[tool(
         name = "open_database",
         annotations(title = "Open a trace database", read_only_hint = true, idempotent_hint = true, open_world_hint = false),

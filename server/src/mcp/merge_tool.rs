@@ -18,11 +18,11 @@ use serde::{Deserialize, Serialize};
 /// Arguments of `merge_databases`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct MergeArgs {
-    /// Databases to merge: names from list_databases, one per node or rank (at least two).
+    /// Names from list_databases, one per node or rank (two or more).
     pub inputs: Vec<String>,
-    /// Name of the new database in the allowed folder: a plain file name ending in .db that does not exist yet (default merged-<unix time>.db).
+    /// New file name ending in .db (default merged-<unix time>.db).
     pub output: Option<String>,
-    /// Node name of each input, in input order (default: each capture's host name, made unique).
+    /// Node name per input (default: host names).
     pub nodes: Option<Vec<String>>,
 }
 
@@ -60,7 +60,7 @@ pub struct MergeResult {
 
 #[tool_router(router = merge_router, vis = "pub(crate)")]
 impl IngeroMcp {
-    /// Merges the captures of several nodes or ranks of one job into a new database in the allowed folder (needs --allow-capture): each input becomes its own sessions, its times are put on one clock (offsets estimated from the NCCL collectives the files share, reported with their spread), pids are kept apart, and every row carries its node and rank. Then call get_rank_report with db=<output> to compare the ranks.
+    /// Merges one job's per-node or per-rank captures into a new database on one clock (offsets from shared NCCL collectives; needs --allow-capture). Then get_rank_report with db=<output>.
     #[tool(
         name = "merge_databases",
         annotations(title = "Merge node databases", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false),

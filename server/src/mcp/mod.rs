@@ -22,6 +22,7 @@ mod http_conn;
 mod http_edge;
 pub mod http_sessions;
 pub mod http_token;
+mod lean;
 mod merge_tool;
 pub mod prompts;
 mod readable;

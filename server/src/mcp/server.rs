@@ -24,21 +24,20 @@ use std::sync::{Arc, RwLock};
 
 /// What every client is told at initialisation.
 pub const INSTRUCTIONS: &str = "\
-ingero explains GPU starvation in ML jobs from traces of CUDA API calls and Linux kernel events \
-(scheduler, memory, processes), correlated into causal chains. Every tool reads the current trace \
-database (see list_databases / open_database), or the one named by its `db` argument.
-Start with get_causal_chains: its gpu_idle part says how idle the GPU was per process and why \
-(host work outside CUDA, preemption, waiting on DataLoader workers...), then the ranked chains (host \
-cause -> GPU effect, with evidence and a fix). Then get_trace_stats (which CUDA ops take the time, \
-p50/p99), get_per_process_breakdown (who waits, who works) and get_timeline (when). \
-Confirm details with get_events or run_sql (read-only SELECT on sessions, processes, cuda_ops, \
-cuda_calls, host_events, system_snapshots, aggregates, capture_losses and the other trace tables \
-sqlite_master lists; times are epoch ns). \
-Epoch-ns instants are decimal strings in every result (exact; a JSON double would drop digits), \
-with integer offsets from the capture start beside them (offset_ns, start_offset_ns). \
-Windows: `since`/`until` are durations before the capture end (\"30s\", \"5m\"). \
-To judge a change (before and after a fix), call compare_runs with both databases. \
-Cite the numbers the tools return. The `investigate` prompt walks through a full investigation.";
+ingero explains why a GPU sat idle, from traces of CUDA calls and Linux kernel events (scheduler, \
+memory, processes) stored in SQLite files. Start with get_causal_chains: how idle the GPU was, the \
+idle time split by what the GPU thread was doing (and its code), and findings ranked by the idle \
+time they explain, each with evidence and a fix. Then, as needed: get_stacks (which functions), \
+get_trace_stats (which CUDA ops, p50/p99), get_per_process_breakdown (who waits, who works), \
+get_timeline (when), get_rank_report (NCCL ranks), get_events or run_sql (one figure), \
+compare_runs (before and after a change).
+Arguments every analysis tool shares: `db` is a file name from list_databases (default: the \
+current database, see open_database); `since`/`until` are durations counted back from the \
+capture end (\"30s\", \"5m\", \"PT1M\" or seconds), the whole capture when absent; `pid` or \
+`rank` keeps one process. Every answer starts with the window it covers; a window, pid or op that \
+matches nothing is refused with what the file holds. Epoch-ns instants are decimal strings, with \
+offsets from the capture start beside them. Cite the numbers the tools return. The `investigate` \
+prompt walks through a full investigation.";
 
 /// Told besides [`INSTRUCTIONS`] when the server allows capture.
 pub const CAPTURE_INSTRUCTIONS: &str = "\
@@ -59,7 +58,8 @@ pub struct Shared {
     pub prompts: Prompts,
     /// All tools, built once.
     pub router: ToolRouter<IngeroMcp>,
-    /// Their input schemas, compiled once, checked on every call.
+    /// Their full input schemas, compiled once, checked on every call
+    /// (tools/list advertises the lean form, see `lean`).
     pub arguments: super::arguments::ArgumentCheck,
     /// Results of analysis tools, reused while the file is unchanged.
     pub cache: ResultCache,
@@ -89,6 +89,7 @@ impl IngeroMcp {
         let mut router = Self::tool_router();
         super::capture_tools::state_limits(&mut router, &config.capture_limits);
         let arguments = super::tool_calls::argument_check(&router)?;
+        super::tool_calls::advertise_lean(&mut router);
         Ok(Arc::new(Shared {
             pools: Pools::default(),
             capture,

@@ -16,9 +16,9 @@ const TEXT_ROWS: usize = 50;
 /// Arguments of `run_sql`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SqlArgs {
-    /// One SELECT statement over sessions, processes, cuda_ops, cuda_calls, host_events, system_snapshots, aggregates, capture_losses, and the stack, activity, NCCL and launch_level_changes tables (read sqlite_master for the list and columns). Times are epoch ns, durations dur_ns. cuda_calls holds the kept raw rows only (kernel launches and sampled captures keep a subset): count calls and sum their time from aggregates (count, sum_dur_ns per op, process and second; stored = how many are raw rows; of count, estimated_count kernel launches were not timed, so their part of sum_dur_ns is an estimate, and estimated_bounded of those are proven under 50 us). Count kernel launches by cuda_ops.class = 'launch' (count - nested_count): where launch_level_changes has rows, runtime launches were counted only under cuLaunchKernel for a while. Integers beyond ±(2^53 - 1), such as epoch-ns times, come back as decimal strings so no digit is lost; compare them as numbers in SQL (ts_ns = 1764953063412657601).
+    /// One SELECT. Tables: sessions, processes, cuda_ops, cuda_calls, host_events, aggregates, system_snapshots and more (sqlite_master lists them). Times epoch ns, durations dur_ns. cuda_calls keeps only some raw rows: count and sum calls from aggregates (count, sum_dur_ns per op, process and second).
     pub sql: String,
-    /// Most rows to return (default and upper bound set by the server, 1000).
+    /// Most rows (default 1000).
     #[schemars(range(min = 1))]
     pub max_rows: Option<u32>,
     /// Database to read (a name from list_databases); the session's current database when absent.
@@ -58,7 +58,7 @@ fn render(r: &SqlResult) -> String {
 
 #[tool_router(router = sql_router, vis = "pub(crate)")]
 impl IngeroMcp {
-    /// Runs one read-only SELECT on the trace database and returns columns and rows. Writes, ATTACH, PRAGMA and extensions are refused; long queries are stopped; results are capped. Integers beyond ±(2^53 - 1) (epoch-ns times) are returned as decimal strings, exact; smaller integers and reals are numbers.
+    /// One read-only SELECT on the trace database: columns and rows, capped. Integers beyond 2^53 (epoch ns) come back as decimal strings.
     #[tool(
         name = "run_sql",
         annotations(title = "Read-only SQL", read_only_hint = true, open_world_hint = false),

@@ -4,6 +4,7 @@
 
 use super::arguments::ArgumentCheck;
 use super::error_text::{shorten, shorten_error_result};
+use super::lean::{drop_nulls, lean_input};
 use super::schema::{portable, Side};
 use super::server::{failure, IngeroMcp};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -34,9 +35,10 @@ impl IngeroMcp {
     /// not allow, runs the tool, and shortens any value quoted in an error.
     pub(crate) async fn call_checked(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        drop_nulls(&mut request.arguments);
         let checked = self
             .shared
             .arguments
@@ -55,6 +57,14 @@ impl IngeroMcp {
                 Err(error)
             }
         }
+    }
+}
+
+/// Replaces every tool's advertised input schema by its lean form (what a
+/// model reads on every request); the argument check keeps the full one.
+pub(crate) fn advertise_lean(router: &mut ToolRouter<IngeroMcp>) {
+    for route in router.map.values_mut() {
+        route.attr.input_schema = Arc::new(lean_input(&route.attr.input_schema));
     }
 }
 
