@@ -10,6 +10,8 @@
 //! [`CaptureHandle::status`], end it with [`CaptureHandle::stop`]; [`preflight`]
 //! says whether this machine can capture at all.
 
+#![warn(missing_docs)]
+
 mod capture;
 pub mod clock;
 pub mod config;
