@@ -3,21 +3,25 @@
 
 use crate::clock::Clock;
 use crate::config::{CaptureConfig, Target};
-use crate::control::{Control, Shared};
+use crate::control::Control;
 use crate::discovery;
 use crate::error::CaptureError;
 use crate::launch::{spawn_held, HeldChild};
 use crate::loader::{LoadOptions, Probes};
 use crate::nvml::sampler::{self as gpu_sampler, SamplerConfig, SamplerLinks};
-use crate::nvml::{GpuSamplerStatus, TracedPids};
+use crate::nvml::TracedPids;
 use crate::poller::{self, PollerConfig, StackRoute};
+use crate::shared::Shared;
 use crate::stacks::python::{self as py_sampler, LivePids, PythonLinks};
-use crate::stacks::{spawn_symbolizer, StackStatus};
-use crate::status::{CaptureState, CaptureStatus, CaptureSummary, LiveStats, LossBreakdown};
+use crate::stacks::spawn_symbolizer;
+use crate::status::{
+    CaptureState, CaptureStatus, CaptureSummary, GpuSamplerStatus, LaunchLevelStatus, LiveStats,
+    StackStatus,
+};
 use crate::stop::{StopRequest, WriterFailure};
 use crate::{preflight, procs, sysinfo, writer};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -81,62 +85,10 @@ impl StopHandle {
     }
 }
 
-/// Builds the status view from shared state.
-pub(crate) fn status_of(shared: &Shared) -> CaptureStatus {
-    let state = shared
-        .state
-        .lock()
-        .map(|s| *s)
-        .unwrap_or(CaptureState::Failed);
-    let (ops, host, cuda, hosts, losses, unfinished_calls, processes) = match shared.stats.lock() {
-        Ok(s) => (
-            s.ops(),
-            s.host(),
-            s.cuda,
-            s.hosts,
-            s.losses,
-            s.unfinished,
-            s.processes,
-        ),
-        Err(_) => (Vec::new(), Vec::new(), 0, 0, LossBreakdown::default(), 0, 0),
-    };
-    let (warnings, warnings_omitted) = shared.warnings.snapshot();
-    CaptureStatus {
-        state,
-        elapsed_ms: shared.started.elapsed().as_millis() as u64,
-        events: cuda + hosts,
-        cuda_calls: cuda,
-        host_events: hosts,
-        events_written: shared.written.load(Ordering::Relaxed),
-        drops: losses.total(),
-        losses,
-        unfinished_calls,
-        ops,
-        host,
-        libraries: shared
-            .libraries
-            .lock()
-            .map(|l| l.clone())
-            .unwrap_or_default(),
-        processes,
-        db: shared.db.clone(),
-        error: shared.error.lock().ok().and_then(|e| e.clone()),
-        warnings,
-        warnings_omitted,
-        gpu: shared.gpu.lock().map(|g| g.clone()).unwrap_or_default(),
-        stacks: shared.stacks.lock().map(|s| s.clone()).unwrap_or_default(),
-        launch_levels: shared
-            .launch_levels
-            .lock()
-            .map(|l| l.clone())
-            .unwrap_or_default(),
-    }
-}
-
 impl CaptureHandle {
     /// Current counters and state.
     pub fn status(&self) -> CaptureStatus {
-        status_of(&self.shared)
+        self.shared.status()
     }
 
     /// A handle that can stop the capture from elsewhere.
@@ -402,7 +354,7 @@ pub fn start(config: CaptureConfig) -> Result<CaptureHandle, CaptureError> {
         gpu: gpu_status.clone(),
         traced: traced.clone(),
         stacks: stack_status.clone(),
-        launch_levels: Mutex::new(crate::launch_level::LaunchLevelStatus {
+        launch_levels: Mutex::new(LaunchLevelStatus {
             both_kept: !config.one_launch_level,
             ..Default::default()
         }),

@@ -8,15 +8,13 @@ use crate::launch::HeldChild;
 use crate::launch_level::{LaunchLevelState, LaunchLevels, RUNTIME_LAUNCH_OPS};
 use crate::loader::{AttachOutcome, LossCounters, Probes};
 use crate::nvml::sampler::GpuSampler;
-use crate::nvml::{GpuSamplerStatus, TracedPids};
 use crate::open_calls::OpenCalls;
 use crate::poller::Notice;
 use crate::procs;
+use crate::shared::Shared;
 use crate::stacks::python::LivePids;
-use crate::status::{CaptureState, CaptureSummary, LiveStats, LossBreakdown, StopReason};
-use crate::stop::{StopRequest, WriterFailure};
+use crate::status::{CaptureState, CaptureSummary, LossBreakdown, StopReason};
 use crate::sysinfo::Sampler;
-use crate::warnings::Warnings;
 use crate::writer::{WriterMsg, WriterReport};
 use crate::CaptureError;
 use ingero_store::catalog::loss_source;
@@ -26,41 +24,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// State shared between the handle and the capture threads.
-pub struct Shared {
-    /// When the capture started.
-    pub started: Instant,
-    /// Life-cycle state.
-    pub state: Mutex<CaptureState>,
-    /// Live counters.
-    pub stats: Arc<Mutex<LiveStats>>,
-    /// Events committed by the writer.
-    pub written: Arc<std::sync::atomic::AtomicU64>,
-    /// Library files probed.
-    pub libraries: Mutex<Vec<String>>,
-    /// Database path.
-    pub db: PathBuf,
-    /// Error that ended the capture.
-    pub error: Mutex<Option<String>>,
-    /// Set to ask the capture to stop, with the reason.
-    pub stop: StopRequest,
-    /// The writer's first storage error: the capture stops at once.
-    pub writer_failure: Arc<WriterFailure>,
-    /// Libraries not probed, fallbacks: shown in the status and summary.
-    pub warnings: Arc<Warnings>,
-    /// The GPU sampler's counters and cost.
-    pub gpu: Arc<Mutex<GpuSamplerStatus>>,
-    /// Processes of the capture (whose GPU samples are kept).
-    pub traced: Arc<TracedPids>,
-    /// The stack samplers' counters.
-    pub stacks: Arc<Mutex<crate::stacks::StackStatus>>,
-    /// Which launch levels are probed.
-    pub launch_levels: Mutex<crate::launch_level::LaunchLevelStatus>,
-}
 
 /// Everything the control thread owns.
 pub struct Control {
@@ -561,7 +527,7 @@ impl Control {
         mut exited: HashSet<i32>,
         mut sampler: Sampler,
     ) -> Result<CaptureSummary, CaptureError> {
-        set_state(&self.shared, CaptureState::Stopping);
+        self.shared.set_state(CaptureState::Stopping);
         let timer = crate::phase_timer::PhaseTimer::start("capture stop");
         let stopped_ns = self.clock.now_epoch();
         // The GPU sampler drains the driver buffers up to the stop while
@@ -651,16 +617,13 @@ impl Control {
                 *slot = Some(e.clone());
             }
         }
-        set_state(
-            &self.shared,
-            if error.is_some() {
-                CaptureState::Failed
-            } else {
-                CaptureState::Stopped
-            },
-        );
+        self.shared.set_state(if error.is_some() {
+            CaptureState::Failed
+        } else {
+            CaptureState::Stopped
+        });
         Ok(CaptureSummary {
-            status: crate::capture::status_of(&self.shared),
+            status: self.shared.status(),
             session_id: report.session_id,
             started_ns: self.started_ns,
             stopped_ns: report.stopped_ns,
@@ -699,12 +662,5 @@ impl Control {
                 crate::stop::writer_failed(&error)
             }
         }
-    }
-}
-
-/// Sets the life-cycle state.
-pub fn set_state(shared: &Shared, state: CaptureState) {
-    if let Ok(mut s) = shared.state.lock() {
-        *s = state;
     }
 }

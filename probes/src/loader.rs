@@ -3,6 +3,7 @@
 
 use crate::error::CaptureError;
 use crate::multi_uprobe::{MultiUprobes, ProbePoint};
+use crate::per_cpu::per_cpu_total;
 use crate::records::{LOSS_CALL_MAP, LOSS_RINGBUF, LOSS_UNFINISHED};
 use crate::status::WarningKind;
 use crate::warnings::Warnings;
@@ -784,13 +785,6 @@ pub struct Losses {
     pub call_table_full: u64,
     /// Calls whose thread exited inside them (recorded, never returned).
     pub unfinished: u64,
-}
-
-/// Slot `slot` of a per-CPU counter array, summed over CPUs (0 when unreadable).
-pub(crate) fn per_cpu_total(map: &PerCpuArray<MapData, u64>, slot: u32) -> u64 {
-    map.get(&slot, 0)
-        .map(|v| v.iter().copied().sum())
-        .unwrap_or(0)
 }
 
 impl LossCounters {

@@ -3,9 +3,10 @@
 //! hands batches to the writer and lifecycle notices to the control thread.
 
 use crate::clock::Clock;
+use crate::decode::RawStack;
 use crate::decode::{decode, Record};
 use crate::stacks::route::OffCpuJoin;
-use crate::stacks::{RawStack, StackMsg};
+use crate::stacks::StackMsg;
 use crate::status::LiveStats;
 use crate::writer::WriterMsg;
 use aya::maps::{MapData, RingBuf};

@@ -21,8 +21,8 @@
 //! sample joins the CUDA calls and scheduler intervals of the same thread
 //! by tid and time.
 
-use super::StackStatus;
 use crate::clock::Clock;
+use crate::status::StackStatus;
 use crate::writer::WriterMsg;
 use ingero_store::{StackFrame, StackKind, StackSample};
 use py_spy::config::LockingStrategy;
@@ -230,7 +230,7 @@ fn run(hz: u32, links: PythonLinks) {
             s.python = samples;
             s.python_errors = errors;
             s.python_processes = attached;
-            s.python_cpu_ns = crate::nvml::cost::thread_cpu_ns();
+            s.python_cpu_ns = crate::thread_cpu::thread_cpu_ns();
             if !failed_attach.is_empty() {
                 s.python_note = format!("could not attach: {}", failed_attach.join("; "));
             }
