@@ -325,28 +325,62 @@ fn main() {
         host_event_costs(&dir, &tmp, rounds);
         return;
     }
-    let mut base = Vec::new();
-    // Baseline rounds first: after a capture stops, its (paused) probes stay
-    // in the kernel for a while as the holder process releases them.
-    for _ in 0..rounds {
-        base.push(finish(spawn_bench(&dir, N)));
+    let base = baseline(&dir, N, rounds);
+    let floor = floor_costs(&dir, N, rounds, &base);
+    capture_costs(&dir, &tmp, N, rounds, &base, floor);
+    beside_costs(&dir, &tmp, N, rounds);
+    launch_settings(&dir, &tmp, N, rounds);
+    host_event_costs(&dir, &tmp, rounds);
+    sustained_rates(&dir, &tmp, if bench { 3_000_000 } else { 300_000 });
+}
+
+/// Nanoseconds per call over the rounds of one setting: the median and
+/// the best.
+struct PerCall {
+    median: f64,
+    best: f64,
+}
+
+impl PerCall {
+    /// The median and the best of `rounds`.
+    fn of(rounds: Vec<f64>) -> PerCall {
+        let best = rounds.iter().copied().fold(f64::INFINITY, f64::min);
+        PerCall {
+            median: median(rounds),
+            best,
+        }
     }
-    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let bmin = min(&base);
-    let b = median(base);
-    println!("per-call cost: {N} cudaLaunchKernel calls, {rounds} rounds each (median / best)");
-    println!("  without probes                {b:>9.1} / {bmin:>7.1} ns/call");
-    // The floors: do-nothing programs linked the same way, as a pair (what a
-    // capture links) and on entry only (what a call whose return is not
-    // probed would cost).
-    let mut f = 0.0;
+}
+
+/// The loop without probes. Baseline rounds go first: after a capture
+/// stops, its (paused) probes stay in the kernel for a while as the holder
+/// process releases them.
+fn baseline(dir: &Path, n: u64, rounds: usize) -> PerCall {
+    let mut base = Vec::new();
+    for _ in 0..rounds {
+        base.push(finish(spawn_bench(dir, n)));
+    }
+    let base = PerCall::of(base);
+    println!("per-call cost: {n} cudaLaunchKernel calls, {rounds} rounds each (median / best)");
+    println!(
+        "  without probes                {:>9.1} / {:>7.1} ns/call",
+        base.median, base.best
+    );
+    base
+}
+
+/// The floors: do-nothing programs linked the same way, as a pair (what a
+/// capture links) and on entry only (what a call whose return is not
+/// probed would cost). Returns the pair's median, ns/call.
+fn floor_costs(dir: &Path, n: u64, rounds: usize, base: &PerCall) -> f64 {
+    let mut pair = 0.0;
     for (kind, label) in [
         (FloorProbes::Pair, "do-nothing probe pair "),
         (FloorProbes::Entry, "do-nothing entry probe"),
     ] {
         let mut floor = Vec::new();
         for _ in 0..rounds {
-            let child = spawn_bench(&dir, N);
+            let child = spawn_bench(dir, n);
             let probes = ProbeFloor::attach(
                 &dir.join("libcudart.so.13"),
                 &["cudaLaunchKernel"],
@@ -357,17 +391,22 @@ fn main() {
             floor.push(finish(child));
             drop(probes);
         }
-        let fmin = min(&floor);
-        let m = median(floor);
+        let floor = PerCall::of(floor);
         if kind == FloorProbes::Pair {
-            f = m;
+            pair = floor.median;
         }
         println!(
             "  {label} added {:>9.1} / {:>7.1} ns/call  (a floor: the kernel's traps, no program work)",
-            m - b,
-            fmin - bmin
+            floor.median - base.median,
+            floor.best - base.best
         );
     }
+    pair
+}
+
+/// The capture's own cost per call, with multi-uprobe links and with one
+/// link per function, and how long the probes take to go after the stop.
+fn capture_costs(dir: &Path, tmp: &Path, n: u64, rounds: usize, base: &PerCall, floor: f64) {
     let mut releases = Vec::new();
     for (label, multi) in [
         ("multi-uprobe links", true),
@@ -377,18 +416,17 @@ fn main() {
         let mut released = Vec::new();
         for round in 0..rounds {
             let db = tmp.join(format!("cost{round}.db"));
-            let (ns, s, _) = traced(&dir, N, &db, RawPolicy::All, multi);
-            assert_eq!(s.status.cuda_calls, N, "every call seen");
+            let (ns, s, _) = traced(dir, n, &db, RawPolicy::All, multi);
+            assert_eq!(s.status.cuda_calls, n, "every call seen");
             probed.push(ns);
             released.push(wait_detached().as_secs_f64());
         }
-        let pmin = min(&probed);
-        let p = median(probed);
+        let probed = PerCall::of(probed);
         println!(
             "  {label:<22} added {:>9.1} / {:>7.1} ns/call  ({:.1} ns over the floor)",
-            p - b,
-            pmin - bmin,
-            p - f
+            probed.median - base.median,
+            probed.best - base.best,
+            probed.median - floor
         );
         releases.push((label, median(released)));
     }
@@ -404,17 +442,16 @@ fn main() {
             classic / multi.max(1e-3)
         );
     }
+}
 
+/// What an untraced process pays beside a traced one (the probes live in
+/// the traced process only, so nothing).
+fn beside_costs(dir: &Path, tmp: &Path, n: u64, rounds: usize) {
     let mut plain = Vec::new();
     let mut next_to_traced = Vec::new();
     for round in 0..rounds {
-        plain.push(beside(&dir, N, &tmp.join("beside.db"), false));
-        next_to_traced.push(beside(
-            &dir,
-            N,
-            &tmp.join(format!("beside{round}.db")),
-            true,
-        ));
+        plain.push(beside(dir, n, &tmp.join("beside.db"), false));
+        next_to_traced.push(beside(dir, n, &tmp.join(format!("beside{round}.db")), true));
         wait_detached();
     }
     let (p, t) = (median(plain), median(next_to_traced));
@@ -424,11 +461,11 @@ fn main() {
         "  beside a traced one          {t:>9.1}  (added {:.1} ns/call; the probes live in the traced process only)",
         t - p
     );
+}
 
-    launch_settings(&dir, &tmp, N, rounds);
-    host_event_costs(&dir, &tmp, rounds);
-
-    let m: u64 = if bench { 3_000_000 } else { 300_000 };
+/// The rate a capture holds with the loop at full speed for `m` calls,
+/// keeping every raw row and sampling them.
+fn sustained_rates(dir: &Path, tmp: &Path, m: u64) {
     let sampled = RawPolicy::Sampled {
         per_second: 1000,
         always_keep_ns: 1_000_000,
@@ -437,7 +474,7 @@ fn main() {
         ("every raw row", RawPolicy::All),
         ("raw rows sampled, aggregates exact", sampled),
     ] {
-        let (ns, s, wall) = traced(&dir, m, &tmp.join("rate.db"), raw, true);
+        let (ns, s, wall) = traced(dir, m, &tmp.join("rate.db"), raw, true);
         let _ = std::fs::remove_file(tmp.join("rate.db"));
         wait_detached();
         let loop_rate = 1e9 / ns;

@@ -19,7 +19,7 @@
 mod common;
 
 use common::standin;
-use ingero_probes::{start, CaptureConfig, Target};
+use ingero_probes::{start, CaptureConfig, CaptureHandle, CaptureSummary, Target};
 use ingero_store::RawPolicy;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -73,12 +73,28 @@ fn file_bytes(db: &Path) -> u64 {
     size(db) + beside("-wal") + beside("-journal")
 }
 
+/// One look at the running capture.
 struct Sample {
     at_s: f64,
     rss_kib: u64,
     db_bytes: u64,
     events: u64,
     drops: u64,
+}
+
+/// What the samples say about memory and database growth.
+struct Growth {
+    /// RSS after warm-up (the first 20% of the run: ring buffer mapped,
+    /// caches filled), KiB.
+    warm_rss_kib: u64,
+    /// Highest RSS seen, KiB.
+    peak_rss_kib: u64,
+    /// Last RSS seen, KiB.
+    end_rss_kib: u64,
+    /// Database growth from warm-up to the middle of the run, bytes/s.
+    first_half_rate: f64,
+    /// Database growth from the middle to the end, bytes/s.
+    second_half_rate: f64,
 }
 
 fn main() {
@@ -91,6 +107,19 @@ fn main() {
     let dir = standin();
     let tmp = tempfile::tempdir().expect("tempdir");
     let db = tmp.path().join("soak.db");
+    let t0 = Instant::now();
+    let handle = start(soak_config(&dir, &db, secs)).expect("start capture");
+    let samples = watch(&handle, t0, &db);
+    let summary = handle.wait().expect("capture");
+    let wall = t0.elapsed().as_secs_f64();
+    let growth = growth(&samples, wall);
+    report(secs, wall, &summary, &growth, file_bytes(&db));
+    check(&summary, &growth);
+}
+
+/// The capture of the workload: the stand-in training loop beside a CPU
+/// and page-fault hog for `secs`, raw rows sampled as `--sample 200` does.
+fn soak_config(dir: &Path, db: &Path, secs: u64) -> CaptureConfig {
     let argv: Vec<String> = vec![
         "env".into(),
         "INGERO_STANDIN_US=20".into(),
@@ -105,15 +134,19 @@ fn main() {
         "--worker-ms".into(),
         (secs * 1000).to_string(),
     ];
-    let mut cfg = CaptureConfig::new(Target::Command(argv), &db);
+    let mut cfg = CaptureConfig::new(Target::Command(argv), db);
     cfg.libraries = vec![dir.join("libcudart.so.13"), dir.join("libcuda.so.1")];
     cfg.duration = Some(Duration::from_secs(secs + 60));
     cfg.raw = RawPolicy::Sampled {
         per_second: 200,
         always_keep_ns: 1_000_000,
     };
-    let t0 = Instant::now();
-    let handle = start(cfg).expect("start capture");
+    cfg
+}
+
+/// Samples RSS, database size and the capture's counters every
+/// [`SAMPLE_EVERY`] until the capture ends, printing each line.
+fn watch(handle: &CaptureHandle, t0: Instant, db: &Path) -> Vec<Sample> {
     let mut samples: Vec<Sample> = Vec::new();
     println!(
         "{:>7} {:>9} {:>10} {:>12} {:>7}",
@@ -126,7 +159,7 @@ fn main() {
             let s = Sample {
                 at_s: t0.elapsed().as_secs_f64(),
                 rss_kib: rss_kib(),
-                db_bytes: db_bytes(&db),
+                db_bytes: db_bytes(db),
                 events: st.events,
                 drops: st.drops,
             };
@@ -143,12 +176,11 @@ fn main() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let summary = handle.wait().expect("capture");
-    let wall = t0.elapsed().as_secs_f64();
-    let final_db = file_bytes(&db);
-    let events = summary.status.events;
+    samples
+}
 
-    // Warm-up: the first 20% of the run (ring buffer mapped, caches filled).
+/// Reads memory and database growth off the samples of a `wall`-second run.
+fn growth(samples: &[Sample], wall: f64) -> Growth {
     let warm = samples
         .iter()
         .find(|s| s.at_s >= wall * 0.2)
@@ -166,7 +198,18 @@ fn main() {
     let last = samples.last().expect("sample");
     let second_half_rate =
         last.db_bytes.saturating_sub(mid.db_bytes) as f64 / (last.at_s - mid.at_s).max(1.0);
+    Growth {
+        warm_rss_kib: warm.rss_kib,
+        peak_rss_kib: peak,
+        end_rss_kib: end_rss,
+        first_half_rate,
+        second_half_rate,
+    }
+}
 
+/// Prints the soak's outcome: events, memory and database growth.
+fn report(secs: u64, wall: f64, summary: &CaptureSummary, g: &Growth, final_db: u64) {
+    let events = summary.status.events;
     println!(
         "soak: {secs} s workload, {wall:.0} s capture, {events} events ({:.0}/s), {} lost, {} written",
         events as f64 / wall,
@@ -175,20 +218,24 @@ fn main() {
     );
     println!(
         "soak: RSS after warm-up {:.1} MiB, peak {:.1} MiB, end {:.1} MiB (growth {:+.1} MiB, limit {} MiB)",
-        warm.rss_kib as f64 / 1024.0,
-        peak as f64 / 1024.0,
-        end_rss as f64 / 1024.0,
-        (end_rss as f64 - warm.rss_kib as f64) / 1024.0,
+        g.warm_rss_kib as f64 / 1024.0,
+        g.peak_rss_kib as f64 / 1024.0,
+        g.end_rss_kib as f64 / 1024.0,
+        (g.end_rss_kib as f64 - g.warm_rss_kib as f64) / 1024.0,
         RSS_GROWTH_LIMIT_KIB / 1024
     );
     println!(
         "soak: database {:.1} MiB at the end, {:.1} MiB/min in the first half after warm-up, {:.1} MiB/min in the second ({:.2} bytes per event)",
         final_db as f64 / 1048576.0,
-        first_half_rate * 60.0 / 1048576.0,
-        second_half_rate * 60.0 / 1048576.0,
+        g.first_half_rate * 60.0 / 1048576.0,
+        g.second_half_rate * 60.0 / 1048576.0,
         final_db as f64 / events.max(1) as f64
     );
+}
 
+/// The pass criteria: no error, no loss, bounded memory growth, database
+/// growth that does not accelerate.
+fn check(summary: &CaptureSummary, g: &Growth) {
     assert!(
         summary.status.error.is_none(),
         "capture failed: {:?}",
@@ -196,14 +243,16 @@ fn main() {
     );
     assert_eq!(summary.status.drops, 0, "records lost during the soak");
     assert!(
-        peak.saturating_sub(warm.rss_kib) < RSS_GROWTH_LIMIT_KIB,
+        g.peak_rss_kib.saturating_sub(g.warm_rss_kib) < RSS_GROWTH_LIMIT_KIB,
         "capture memory grew by {} KiB after warm-up",
-        peak.saturating_sub(warm.rss_kib)
+        g.peak_rss_kib.saturating_sub(g.warm_rss_kib)
     );
     // Allow noise on short runs; a growing per-second cost would show as a
     // second half clearly faster than the first.
     assert!(
-        second_half_rate <= first_half_rate * 1.25 + 64.0 * 1024.0,
-        "database growth accelerates: {first_half_rate:.0} B/s then {second_half_rate:.0} B/s"
+        g.second_half_rate <= g.first_half_rate * 1.25 + 64.0 * 1024.0,
+        "database growth accelerates: {:.0} B/s then {:.0} B/s",
+        g.first_half_rate,
+        g.second_half_rate
     );
 }

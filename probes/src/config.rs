@@ -96,6 +96,10 @@ pub const DEFAULT_LAUNCH_ROWS: u32 = 32;
 /// 0.85 us with this (the entry trap alone: 0.63 us).
 pub const DEFAULT_LAUNCH_SAMPLE: u32 = 16;
 
+/// Default on-CPU sampling rate (`ingero trace --stack-hz`): 99 per second,
+/// off the round 100 so sampling does not beat with periodic work.
+pub const DEFAULT_STACK_HZ: u32 = 99;
+
 impl CaptureConfig {
     /// Defaults for everything but the target and the database path.
     pub fn new(target: Target, db: impl Into<PathBuf>) -> CaptureConfig {
@@ -115,7 +119,7 @@ impl CaptureConfig {
             nvml_library: crate::nvml::load::library_from_env(),
             gpu_status_interval: Duration::from_millis(200),
             gpu_buffer_interval: Duration::from_secs(1),
-            stack_hz: crate::stacks::DEFAULT_STACK_HZ,
+            stack_hz: DEFAULT_STACK_HZ,
             offcpu_stacks: true,
             python_stacks: true,
             launch_sample: DEFAULT_LAUNCH_SAMPLE,

@@ -9,7 +9,6 @@ use crate::records::{
     RecCuda, RecHost, RecLaunchRun, RecNotice, RecPages, RecProc, RecStack, REC_CUDA, REC_HOST,
     REC_LAUNCH_RUN, REC_MAPEXEC, REC_PAGES, REC_PROC, REC_STACK, STACK_OFF_CPU, STACK_ON_CPU,
 };
-use crate::stacks::RawStack;
 use bytemuck::Pod;
 use ingero_store::{CudaCall, HostEvent, HostKind, StackKind};
 
@@ -38,6 +37,31 @@ pub enum Record {
         /// When, epoch ns.
         ts_ns: i64,
     },
+}
+
+/// A stack sample as the kernel took it: addresses, innermost first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawStack {
+    /// On-CPU or off-CPU.
+    pub kind: StackKind,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// CPU.
+    pub cpu: i32,
+    /// Epoch ns (off-CPU: the switch-out).
+    pub ts_ns: i64,
+    /// User-space return addresses (empty when the stack could not be walked).
+    pub user: Vec<u64>,
+    /// Kernel addresses (empty when the sample was taken in user mode).
+    pub kernel: Vec<u64>,
+    /// Negative errno of a user stack that could not be walked, else 0.
+    pub user_error: i32,
+    /// Off-CPU: how long the thread stayed off, filled by the join.
+    pub off_cpu_ns: i64,
+    /// Off-CPU: 1 preempted, 0 blocked (as the switch record says); else -1.
+    pub state: i64,
 }
 
 /// Why a record could not be decoded.

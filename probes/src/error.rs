@@ -67,10 +67,11 @@ pub enum CaptureError {
         /// OS error.
         detail: String,
     },
-    /// `Target::Command` with no program.
+    /// The ring buffer size is not a power of two of at least one page
+    /// (the kernel refuses any other size).
     #[error("ring buffer size {0} bytes is not usable: give a power of two of at least 4096 (e.g. 4K, 1M, 64M)")]
     BadRingSize(u64),
-
+    /// `Target::Command` with no program.
     #[error("empty command: give the program to run, e.g. --cmd \"python train.py\"")]
     EmptyCommand,
     /// The trace database could not be written.

@@ -12,8 +12,8 @@
 //! once no runtime launch is in flight, their return side (a call entered
 //! before the entry side went still returns through it).
 
+use crate::per_cpu::per_cpu_total;
 use aya::maps::{MapData, PerCpuArray};
-use serde::Serialize;
 
 /// Catalogue ids of the runtime launch functions (store/src/catalog.rs).
 pub const RUNTIME_LAUNCH_OPS: [u32; 6] = [3, 15, 16, 17, 18, 19];
@@ -67,8 +67,8 @@ impl LaunchLevels {
     /// Reads the current totals.
     pub fn read(&self) -> LaunchCounts {
         LaunchCounts {
-            runtime: crate::loader::per_cpu_total(&self.map, 0),
-            nested_driver: crate::loader::per_cpu_total(&self.map, 1),
+            runtime: per_cpu_total(&self.map, 0),
+            nested_driver: per_cpu_total(&self.map, 1),
         }
     }
 }
@@ -97,22 +97,7 @@ pub enum LaunchLevelState {
     Kept,
 }
 
-/// What the capture probes of the two launch levels, for its status and
-/// summary: the runtime launch functions' counts in a capture whose runtime
-/// level went cover only the launches before it went (later ones are
-/// counted under the driver's functions).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct LaunchLevelStatus {
-    /// Times the runtime launch probes went: once per decision (a process
-    /// that maps the runtime after an earlier one brings a new decision).
-    pub runtime_detached: u64,
-    /// Runtime launches probed up to the last time they went.
-    pub runtime_launches_probed: u64,
-    /// When the runtime launch probes last went, ms since the start.
-    pub last_detached_ms: Option<u64>,
-    /// Both levels stay probed for good (`--all-launch-levels`).
-    pub both_kept: bool,
-}
+pub use crate::status::LaunchLevelStatus;
 
 #[cfg(test)]
 mod tests {

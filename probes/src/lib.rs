@@ -10,6 +10,8 @@
 //! [`CaptureHandle::status`], end it with [`CaptureHandle::stop`]; [`preflight`]
 //! says whether this machine can capture at all.
 
+#![warn(missing_docs)]
+
 mod capture;
 pub mod clock;
 pub mod config;
@@ -30,6 +32,7 @@ pub mod nccl_record;
 pub mod nvml;
 pub mod open_calls;
 pub mod page_runs;
+mod per_cpu;
 mod phase_timer;
 mod poller;
 pub mod preflight;
@@ -37,19 +40,20 @@ pub mod probe_floor;
 pub mod procs;
 pub mod records;
 pub mod render;
+mod shared;
 pub mod stacks;
 pub mod status;
 pub mod stop;
 pub mod sysinfo;
+mod thread_cpu;
 pub mod warnings;
 mod writer;
 
 pub use capture::{start, CaptureHandle, StopHandle};
 pub use config::{CaptureConfig, Target};
 pub use error::CaptureError;
-pub use nvml::GpuSamplerStatus;
 pub use preflight::{preflight, CheckItem, CheckReport, CheckStatus};
 pub use status::{
-    CaptureState, CaptureStatus, CaptureSummary, CaptureWarning, HostStatus, LossBreakdown,
-    OpStatus, StopReason, WarningKind,
+    CaptureState, CaptureStatus, CaptureSummary, CaptureWarning, GpuSamplerStatus, HostStatus,
+    LossBreakdown, OpStatus, StopReason, WarningKind,
 };

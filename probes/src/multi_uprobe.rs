@@ -121,9 +121,7 @@ impl MultiUprobes {
     ) -> Result<MultiUprobes, MultiUprobeError> {
         let file =
             object::File::parse(OBJECT).map_err(|e| MultiUprobeError::Object(e.to_string()))?;
-        let license = section_bytes(&file, "license")?;
-        let license = CString::new(license.split(|&b| b == 0).next().unwrap_or_default())
-            .map_err(|e| MultiUprobeError::Object(e.to_string()))?;
+        let license = object_license(&file)?;
         let mut data_maps = DataMaps::new();
         let mut kfuncs = Kfuncs { btf: kernel_btf };
         let mut relocate = |section: &str, globals: &[(&str, u32)]| {
@@ -145,31 +143,8 @@ impl MultiUprobes {
         };
         let enter_insns = relocate(ENTER.0, pair_globals)?;
         let ret_insns = relocate(RETURN.0, pair_globals)?;
-        // The kernel verifies the three programs independently: in parallel,
-        // the capture starts sooner.
-        let (session, enter, ret) = std::thread::scope(|scope| {
-            let license = &license;
-            let session = scope.spawn(move || -> Result<OwnedFd, MultiUprobeError> {
-                prog_load(
-                    SESSION.1,
-                    &session_insns?,
-                    license,
-                    BPF_TRACE_UPROBE_SESSION,
-                )
-            });
-            let enter =
-                scope.spawn(|| prog_load(ENTER.1, &enter_insns, license, BPF_TRACE_UPROBE_MULTI));
-            let ret = prog_load(RETURN.1, &ret_insns, license, BPF_TRACE_UPROBE_MULTI);
-            let joined =
-                |h: std::thread::ScopedJoinHandle<'_, Result<OwnedFd, MultiUprobeError>>| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(MultiUprobeError::Object(
-                            "program load thread panicked".into(),
-                        ))
-                    })
-                };
-            (joined(session), joined(enter), ret)
-        });
+        let (session, enter, ret) =
+            verify_in_parallel(session_insns, &enter_insns, &ret_insns, &license);
         let session = session.map_err(|e| e.to_string());
         let (enter, ret) = if session.is_err() && pair_samples {
             // The session program was relocated but the kernel refused it:
@@ -337,6 +312,50 @@ fn link(
 /// Read-only data sections turned into frozen array maps (by section name),
 /// created the first time an instruction refers to them.
 type DataMaps = HashMap<String, OwnedFd>;
+
+/// The license the object declares (its `license` section), which the
+/// kernel checks before the programs may call GPL-only helpers.
+fn object_license(file: &object::File<'_>) -> Result<CString, MultiUprobeError> {
+    let license = section_bytes(file, "license")?;
+    CString::new(license.split(|&b| b == 0).next().unwrap_or_default())
+        .map_err(|e| MultiUprobeError::Object(e.to_string()))
+}
+
+/// One program loaded into the kernel, or why not.
+type ProgramLoad = Result<OwnedFd, MultiUprobeError>;
+
+/// Loads the session, entry and return programs. The kernel verifies the
+/// three programs independently: in parallel, the capture starts sooner.
+/// The session program's relocation may have failed already
+/// (`session_insns`).
+fn verify_in_parallel(
+    session_insns: Result<Vec<u8>, MultiUprobeError>,
+    enter_insns: &[u8],
+    ret_insns: &[u8],
+    license: &CString,
+) -> (ProgramLoad, ProgramLoad, ProgramLoad) {
+    std::thread::scope(|scope| {
+        let session = scope.spawn(move || -> ProgramLoad {
+            prog_load(
+                SESSION.1,
+                &session_insns?,
+                license,
+                BPF_TRACE_UPROBE_SESSION,
+            )
+        });
+        let enter =
+            scope.spawn(|| prog_load(ENTER.1, enter_insns, license, BPF_TRACE_UPROBE_MULTI));
+        let ret = prog_load(RETURN.1, ret_insns, license, BPF_TRACE_UPROBE_MULTI);
+        let joined = |h: std::thread::ScopedJoinHandle<'_, Result<OwnedFd, MultiUprobeError>>| {
+            h.join().unwrap_or_else(|_| {
+                Err(MultiUprobeError::Object(
+                    "program load thread panicked".into(),
+                ))
+            })
+        };
+        (joined(session), joined(enter), ret)
+    })
+}
 
 fn section_bytes<'a>(file: &object::File<'a>, name: &str) -> Result<&'a [u8], MultiUprobeError> {
     file.section_by_name(name)

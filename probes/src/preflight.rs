@@ -190,7 +190,7 @@ fn nvml_item() -> CheckItem {
 
 /// Runs every check (loading the probes too when permitted), for `ingero check`.
 pub fn preflight() -> CheckReport {
-    use CheckStatus::{Fail, Ok as Good, Warn};
+    use CheckStatus::{Fail, Ok as Good};
     let mut items = Vec::new();
     let mut push = |name: &str, r: Result<String, (String, CaptureError)>, fix: &str| {
         items.push(match r {
@@ -218,58 +218,90 @@ pub fn preflight() -> CheckReport {
         check_tracefs(),
         "mount -t tracefs nodev /sys/kernel/tracing",
     );
+    items.push(uprobes_item());
+    items.push(bpffs_item());
+    if can_load {
+        items.push(programs_item());
+    }
+    items.push(cuda_libraries_item());
+    items.push(gpu_driver_item());
+    items.push(nvml_item());
+    let ready = items.iter().all(|i| i.status != CheckStatus::Fail);
+    CheckReport { items, ready }
+}
+
+/// Whether the kernel has the uprobe PMU the CUDA probes attach through.
+fn uprobes_item() -> CheckItem {
     let uprobe_pmu = Path::new("/sys/bus/event_source/devices/uprobe/type").exists();
-    items.push(if uprobe_pmu {
-        item("uprobes", Good, "uprobe PMU present".into(), None)
+    if uprobe_pmu {
+        item(
+            "uprobes",
+            CheckStatus::Ok,
+            "uprobe PMU present".into(),
+            None,
+        )
     } else {
         item(
             "uprobes",
-            Fail,
+            CheckStatus::Fail,
             "no /sys/bus/event_source/devices/uprobe".into(),
             Some("use a kernel built with CONFIG_UPROBES=y and CONFIG_UPROBE_EVENTS=y"),
         )
-    });
-    items.push(if bpffs_mounted() {
-        item("bpffs", Good, "mounted".into(), None)
+    }
+}
+
+/// Whether bpffs is mounted: not needed for capture, only a hint for
+/// other eBPF tools.
+fn bpffs_item() -> CheckItem {
+    if bpffs_mounted() {
+        item("bpffs", CheckStatus::Ok, "mounted".into(), None)
     } else {
         item(
             "bpffs",
-            Warn,
+            CheckStatus::Warn,
             "not mounted (not needed for capture; other eBPF tools may want it)".into(),
             Some("mount -t bpf bpf /sys/fs/bpf"),
         )
-    });
-    if can_load {
-        let loaded = crate::loader::Probes::load(crate::loader::LoadOptions {
-            trace_all: false,
-            self_tgid: std::process::id(),
-            ring_bytes: 1 << 16,
-            multi_uprobes: true,
-            offcpu_stacks: false,
-            launch_sample: 0,
-            launch_rows: 0,
-        });
-        items.push(match loaded {
-            Ok(p) => item(
-                "bpf programs",
-                Good,
-                if p.uses_multi_uprobes() {
-                    "all programs load and verify; CUDA probes use multi-uprobe links".into()
-                } else {
-                    "all programs load and verify; CUDA probes use one uprobe link per function \
-                     (kernel without multi-uprobe links, 6.6+)"
-                        .into()
-                },
-                None,
-            ),
-            Err(e) => item(
-                "bpf programs",
-                Fail,
-                e.to_string(),
-                Some("check `dmesg` and the kernel's BPF options (CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS)"),
-            ),
-        });
     }
+}
+
+/// Loads every program (nothing attached) to learn whether the kernel
+/// verifies them, and which way the CUDA probes would attach.
+fn programs_item() -> CheckItem {
+    let loaded = crate::loader::Probes::load(crate::loader::LoadOptions {
+        trace_all: false,
+        self_tgid: std::process::id(),
+        ring_bytes: 1 << 16,
+        multi_uprobes: true,
+        offcpu_stacks: false,
+        launch_sample: 0,
+        launch_rows: 0,
+    });
+    match loaded {
+        Ok(p) => item(
+            "bpf programs",
+            CheckStatus::Ok,
+            if p.uses_multi_uprobes() {
+                "all programs load and verify; CUDA probes use multi-uprobe links".into()
+            } else {
+                "all programs load and verify; CUDA probes use one uprobe link per function \
+                 (kernel without multi-uprobe links, 6.6+)"
+                    .into()
+            },
+            None,
+        ),
+        Err(e) => item(
+            "bpf programs",
+            CheckStatus::Fail,
+            e.to_string(),
+            Some("check `dmesg` and the kernel's BPF options (CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS)"),
+        ),
+    }
+}
+
+/// The CUDA libraries a capture would probe at its start: in the usual
+/// places and in the running processes.
+fn cuda_libraries_item() -> CheckItem {
     let mut libs: Vec<String> = crate::discovery::well_known_libraries()
         .iter()
         .map(|p| p.display().to_string())
@@ -282,30 +314,31 @@ pub fn preflight() -> CheckReport {
             }
         }
     }
-    items.push(if libs.is_empty() {
+    if libs.is_empty() {
         item(
             "cuda libraries",
-            Warn,
+            CheckStatus::Warn,
             "no libcudart/libcuda found in the usual places or in running processes".into(),
             Some("pass --lib /path/to/libcudart.so.N to `ingero trace`; libraries loaded later (e.g. from a Python wheel) are picked up during capture"),
         )
     } else {
-        item("cuda libraries", Good, libs.join(", "), None)
-    });
-    items.push(match crate::sysinfo::gpu_driver() {
-        Some(v) => item("gpu driver", Good, format!("NVIDIA {v}"), None),
+        item("cuda libraries", CheckStatus::Ok, libs.join(", "), None)
+    }
+}
+
+/// Whether an NVIDIA driver is loaded (host events are captured without).
+fn gpu_driver_item() -> CheckItem {
+    match crate::sysinfo::gpu_driver() {
+        Some(v) => item("gpu driver", CheckStatus::Ok, format!("NVIDIA {v}"), None),
         None => item(
             "gpu driver",
-            Warn,
+            CheckStatus::Warn,
             "/proc/driver/nvidia/version not found (no NVIDIA driver loaded)".into(),
             Some(
                 "install the NVIDIA driver to trace real GPU work; host events are captured anyway",
             ),
         ),
-    });
-    items.push(nvml_item());
-    let ready = items.iter().all(|i| i.status != CheckStatus::Fail);
-    CheckReport { items, ready }
+    }
 }
 
 #[cfg(test)]

@@ -64,21 +64,6 @@ impl Warnings {
         );
     }
 
-    /// NVML could not be used (no driver, library not found, init failed):
-    /// `reason` says what each attempt met.
-    pub fn nvml_unavailable(&self, reason: &str) {
-        self.record(
-            WarningKind::NvmlUnavailable,
-            None,
-            format!(
-                "NVML is not available, so GPU activity is not measured (GPU busy will be \
-                 only a host-side bound from CUDA call times): {reason}; set {} to the path \
-                 of libnvidia-ml.so.1 if the driver is installed elsewhere",
-                crate::nvml::NVML_LIB_ENV
-            ),
-        );
-    }
-
     /// The warnings kept so far, in the order they were raised, and how
     /// many more were only counted.
     pub fn snapshot(&self) -> (Vec<CaptureWarning>, u64) {

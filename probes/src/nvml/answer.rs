@@ -2,7 +2,7 @@
 //! query this GPU does not support (stored as -1, not an error), or a
 //! failure (counted).
 
-use super::cost::GpuSamplerStatus;
+use crate::status::GpuSamplerStatus;
 use ingero_store::gpu::NOT_AVAILABLE;
 use nvml_wrapper::error::NvmlError;
 

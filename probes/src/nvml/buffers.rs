@@ -5,9 +5,10 @@
 
 use super::answer::Answer;
 use super::clock::nvml_us_to_capture_ns;
-use super::cost::{timed, GpuSamplerStatus};
+use super::cost::timed;
 use super::cursor::Cursor;
 use super::pids::TracedPids;
+use crate::status::GpuSamplerStatus;
 use ingero_store::{GpuProcessSample, GpuSamples, GpuUtilKind, GpuUtilSample};
 use nvml_wrapper::enum_wrappers::device::Sampling;
 use nvml_wrapper::enums::device::SampleValue;

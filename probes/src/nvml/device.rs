@@ -3,7 +3,8 @@
 //! event reasons), each field -1 where the GPU cannot report it.
 
 use super::answer::field;
-use super::cost::{timed, GpuSamplerStatus};
+use super::cost::timed;
+use crate::status::GpuSamplerStatus;
 use ingero_store::{GpuDevice, GpuStatus};
 use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter};
 use nvml_wrapper::Device;

@@ -21,6 +21,6 @@ pub mod load;
 pub mod pids;
 pub(crate) mod sampler;
 
-pub use cost::GpuSamplerStatus;
+pub use crate::status::GpuSamplerStatus;
 pub use load::{NvmlUnavailable, NVML_LIB_ENV};
 pub use pids::TracedPids;

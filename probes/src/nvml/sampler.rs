@@ -5,11 +5,13 @@
 
 use super::buffers::{Buffers, Round};
 use super::clock::{capture_ns_to_nvml_us, wall_step_ns};
-use super::cost::{thread_cpu_ns, timed, GpuSamplerStatus};
+use super::cost::timed;
 use super::device;
 use super::load;
 use super::pids::TracedPids;
 use crate::clock::Clock;
+use crate::status::{GpuSamplerStatus, WarningKind};
+use crate::thread_cpu::thread_cpu_ns;
 use crate::warnings::Warnings;
 use crate::writer::WriterMsg;
 use ingero_store::GpuSamples;
@@ -102,6 +104,22 @@ fn next_due(due: Instant, every: Duration, now: Instant) -> Instant {
     }
 }
 
+/// NVML could not be used (no driver, library not found, init failed):
+/// the capture goes on without GPU measurements, and says so once, with
+/// what each attempt met (`reason`) and how to point at the library.
+fn warn_nvml_unavailable(warnings: &Warnings, reason: &str) {
+    warnings.record(
+        WarningKind::NvmlUnavailable,
+        None,
+        format!(
+            "NVML is not available, so GPU activity is not measured (GPU busy will be \
+             only a host-side bound from CUDA call times): {reason}; set {} to the path \
+             of libnvidia-ml.so.1 if the driver is installed elsewhere",
+            load::NVML_LIB_ENV
+        ),
+    );
+}
+
 fn run(cfg: SamplerConfig, links: SamplerLinks, stop: Receiver<i64>) {
     let mut st = GpuSamplerStatus::default();
     let t0 = Instant::now();
@@ -110,7 +128,7 @@ fn run(cfg: SamplerConfig, links: SamplerLinks, stop: Receiver<i64>) {
     let loaded = match loaded {
         Ok(l) => l,
         Err(e) => {
-            links.warnings.nvml_unavailable(&e.to_string());
+            warn_nvml_unavailable(&links.warnings, &e.to_string());
             publish(&links, &mut st);
             return;
         }
@@ -119,9 +137,10 @@ fn run(cfg: SamplerConfig, links: SamplerLinks, stop: Receiver<i64>) {
     let count = match timed(&mut st, || loaded.nvml.device_count()) {
         Ok(n) => n,
         Err(e) => {
-            links
-                .warnings
-                .nvml_unavailable(&format!("{}: cannot count the GPUs: {e}", loaded.library));
+            warn_nvml_unavailable(
+                &links.warnings,
+                &format!("{}: cannot count the GPUs: {e}", loaded.library),
+            );
             st.library = None;
             publish(&links, &mut st);
             return;

@@ -17,41 +17,15 @@ pub mod symbolize;
 
 use crate::writer::WriterMsg;
 use ingero_store::{StackKind, StackSample};
-use serde::Serialize;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use symbolize::NativeSymbolizer;
 
-/// Default on-CPU sampling rate (`ingero trace --stack-hz`): 99 per second,
-/// off the round 100 so sampling does not beat with periodic work.
-pub const DEFAULT_STACK_HZ: u32 = 99;
-
-/// A stack sample as the kernel took it: addresses, innermost first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawStack {
-    /// On-CPU or off-CPU.
-    pub kind: StackKind,
-    /// Process id.
-    pub pid: i32,
-    /// Thread id.
-    pub tid: i32,
-    /// CPU.
-    pub cpu: i32,
-    /// Epoch ns (off-CPU: the switch-out).
-    pub ts_ns: i64,
-    /// User-space return addresses (empty when the stack could not be walked).
-    pub user: Vec<u64>,
-    /// Kernel addresses (empty when the sample was taken in user mode).
-    pub kernel: Vec<u64>,
-    /// Negative errno of a user stack that could not be walked, else 0.
-    pub user_error: i32,
-    /// Off-CPU: how long the thread stayed off, filled by the join.
-    pub off_cpu_ns: i64,
-    /// Off-CPU: 1 preempted, 0 blocked (as the switch record says); else -1.
-    pub state: i64,
-}
+// Reachable here too, where callers first found them.
+pub use crate::config::DEFAULT_STACK_HZ;
+pub use crate::decode::RawStack;
 
 /// What the poller hands to the symboliser thread.
 #[derive(Debug)]
@@ -64,36 +38,7 @@ pub enum StackMsg {
     Mapped(i32),
 }
 
-/// Counters of the stack samplers, shown in the capture status.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct StackStatus {
-    /// On-CPU sampling rate (0 = off).
-    pub hz: u32,
-    /// CPUs with a sampling perf event.
-    pub cpus: u32,
-    /// On-CPU native samples resolved.
-    pub on_cpu: u64,
-    /// Off-CPU native samples resolved.
-    pub off_cpu: u64,
-    /// User stacks that could not be walked (recorded with no user frames).
-    pub user_unwalked: u64,
-    /// Native frames named.
-    pub frames_resolved: u64,
-    /// Native frames left as addresses.
-    pub frames_unresolved: u64,
-    /// CPU time the symboliser thread used, ns.
-    pub symbolize_cpu_ns: u64,
-    /// Python samples (one per thread per round).
-    pub python: u64,
-    /// Python processes the sampler attached to (over the whole capture).
-    pub python_processes: u32,
-    /// Sampling rounds that failed (a process read mid-update, or gone).
-    pub python_errors: u64,
-    /// CPU time the Python sampler thread used, ns.
-    pub python_cpu_ns: u64,
-    /// Why Python sampling is off or what it could not do, when it says.
-    pub python_note: String,
-}
+pub use crate::status::StackStatus;
 
 /// Largest batch of resolved samples sent to the writer at once.
 const BATCH: usize = 4096;
@@ -150,7 +95,7 @@ pub(crate) fn spawn_symbolizer(
                             s.user_unwalked += unwalked;
                             s.frames_resolved = sym.stats.resolved;
                             s.frames_unresolved = sym.stats.unresolved;
-                            s.symbolize_cpu_ns = crate::nvml::cost::thread_cpu_ns();
+                            s.symbolize_cpu_ns = crate::thread_cpu::thread_cpu_ns();
                         }
                     }
                     Ok(StackMsg::Exec(pid)) => sym.exec(pid),

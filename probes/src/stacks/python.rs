@@ -21,8 +21,8 @@
 //! sample joins the CUDA calls and scheduler intervals of the same thread
 //! by tid and time.
 
-use super::StackStatus;
 use crate::clock::Clock;
+use crate::status::StackStatus;
 use crate::writer::WriterMsg;
 use ingero_store::{StackFrame, StackKind, StackSample};
 use py_spy::config::LockingStrategy;
@@ -138,24 +138,83 @@ pub(crate) fn spawn(hz: u32, links: PythonLinks) -> std::io::Result<JoinHandle<(
         .spawn(move || run(hz.max(1), links))
 }
 
+/// The sampler thread's loop: one round every `1/hz` s until stopped.
 fn run(hz: u32, links: PythonLinks) {
     let period = Duration::from_nanos(1_000_000_000 / u64::from(hz));
-    let config = spy_config();
-    let mut procs: HashMap<i32, Attach> = HashMap::new();
-    let mut out: Vec<StackSample> = Vec::new();
-    let mut last_flush = Instant::now();
+    let mut sampler = PythonSampler::new();
     let mut next = Instant::now();
-    let mut errors = 0u64;
-    let mut samples = 0u64;
-    let mut failed_attach: Vec<String> = Vec::new();
-    let mut attached = 0u32;
     loop {
         let stopping = links.stop.load(Ordering::Acquire);
+        sampler.follow(links.pids.snapshot(), Instant::now());
+        sampler.read_stacks(&links.clock);
+        sampler.publish(&links.status);
+        if !sampler.flush(&links.writer, stopping) {
+            return;
+        }
+        if stopping {
+            return;
+        }
+        // With nothing attached, look for new processes every IDLE_POLL
+        // rather than at the sampling rate.
+        next += if sampler.idle() {
+            period.max(IDLE_POLL)
+        } else {
+            period
+        };
         let now = Instant::now();
-        let live = links.pids.snapshot();
-        procs.retain(|pid, _| live.iter().any(|(p, _)| p == pid));
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+}
+
+/// What the sampler thread keeps between rounds: the processes it follows
+/// and their readers, the samples not yet sent, and its counters.
+struct PythonSampler {
+    /// py-spy's settings (non-blocking reads, Python frames only).
+    config: Config,
+    /// Attach state per followed process.
+    procs: HashMap<i32, Attach>,
+    /// Samples not yet sent to the writer.
+    out: Vec<StackSample>,
+    /// When samples were last sent.
+    last_flush: Instant,
+    /// Rounds whose read failed.
+    errors: u64,
+    /// Samples taken.
+    samples: u64,
+    /// Why processes could not be attached, once they ran out of tries.
+    failed_attach: Vec<String>,
+    /// Processes attached over the capture.
+    attached: u32,
+}
+
+impl PythonSampler {
+    /// A sampler following no process yet.
+    fn new() -> PythonSampler {
+        PythonSampler {
+            config: spy_config(),
+            procs: HashMap::new(),
+            out: Vec::new(),
+            last_flush: Instant::now(),
+            errors: 0,
+            samples: 0,
+            failed_attach: Vec::new(),
+            attached: 0,
+        }
+    }
+
+    /// Follows the processes of `live` (process, generation) and no other,
+    /// and tries to attach to those not attached yet whose retry is due:
+    /// a process that is not a Python interpreter is given up at once,
+    /// one that refuses after [`ATTACH_TRIES`] attempts for good.
+    fn follow(&mut self, live: Vec<(i32, u32)>, now: Instant) {
+        self.procs
+            .retain(|pid, _| live.iter().any(|(p, _)| p == pid));
         for (pid, generation) in live {
-            let a = procs.entry(pid).or_insert(Attach {
+            let a = self.procs.entry(pid).or_insert(Attach {
                 generation,
                 tries: 0,
                 next: now,
@@ -178,22 +237,28 @@ fn run(hz: u32, links: PythonLinks) {
             }
             a.tries += 1;
             a.next = now + ATTACH_RETRY;
-            match PythonSpy::new(pid as py_spy::Pid, &config) {
+            match PythonSpy::new(pid as py_spy::Pid, &self.config) {
                 Ok(spy) => {
                     a.spy = Some(spy);
-                    attached += 1;
+                    self.attached += 1;
                 }
                 Err(e) if a.tries >= ATTACH_TRIES => {
-                    failed_attach.push(format!("pid {pid}: {e}"));
+                    self.failed_attach.push(format!("pid {pid}: {e}"));
                 }
                 Err(_) => {}
             }
         }
-        for (pid, a) in procs.iter_mut() {
+    }
+
+    /// Reads every thread of every attached process once, stamping each
+    /// sample at the midpoint of its process's read; a failed read is
+    /// counted, and a process that is gone is given up.
+    fn read_stacks(&mut self, clock: &Clock) {
+        for (pid, a) in self.procs.iter_mut() {
             let Some(spy) = a.spy.as_mut() else { continue };
-            let t0 = links.clock.now_epoch();
+            let t0 = clock.now_epoch();
             let read = spy.get_stack_traces();
-            let t1 = links.clock.now_epoch();
+            let t1 = clock.now_epoch();
             let ts_ns = t0 + (t1 - t0) / 2;
             match read {
                 Ok(traces) => {
@@ -204,8 +269,8 @@ fn run(hz: u32, links: PythonLinks) {
                             .iter()
                             .map(|f| StackFrame::python(&f.name, &f.filename, f.line.max(0) as u32))
                             .collect();
-                        samples += 1;
-                        out.push(StackSample {
+                        self.samples += 1;
+                        self.out.push(StackSample {
                             ts_ns,
                             pid: *pid,
                             tid: tid as i32,
@@ -218,7 +283,7 @@ fn run(hz: u32, links: PythonLinks) {
                     }
                 }
                 Err(_) => {
-                    errors += 1;
+                    self.errors += 1;
                     if !crate::procs::exists(*pid) {
                         a.spy = None;
                         a.tries = ATTACH_TRIES;
@@ -226,37 +291,38 @@ fn run(hz: u32, links: PythonLinks) {
                 }
             }
         }
-        if let Ok(mut s) = links.status.lock() {
-            s.python = samples;
-            s.python_errors = errors;
-            s.python_processes = attached;
-            s.python_cpu_ns = crate::nvml::cost::thread_cpu_ns();
-            if !failed_attach.is_empty() {
-                s.python_note = format!("could not attach: {}", failed_attach.join("; "));
+    }
+
+    /// Publishes the counters and the sampler's CPU time for the status.
+    fn publish(&self, status: &Mutex<StackStatus>) {
+        if let Ok(mut s) = status.lock() {
+            s.python = self.samples;
+            s.python_errors = self.errors;
+            s.python_processes = self.attached;
+            s.python_cpu_ns = crate::thread_cpu::thread_cpu_ns();
+            if !self.failed_attach.is_empty() {
+                s.python_note = format!("could not attach: {}", self.failed_attach.join("; "));
             }
         }
-        if !out.is_empty() && (stopping || last_flush.elapsed() >= FLUSH_EVERY) {
-            if links
-                .writer
-                .send(WriterMsg::Stacks(std::mem::take(&mut out)))
+    }
+
+    /// Sends the samples held when stopping or when they have waited
+    /// [`FLUSH_EVERY`]; false once the writer is gone.
+    fn flush(&mut self, writer: &SyncSender<WriterMsg>, stopping: bool) -> bool {
+        if !self.out.is_empty() && (stopping || self.last_flush.elapsed() >= FLUSH_EVERY) {
+            if writer
+                .send(WriterMsg::Stacks(std::mem::take(&mut self.out)))
                 .is_err()
             {
-                return;
+                return false;
             }
-            last_flush = Instant::now();
+            self.last_flush = Instant::now();
         }
-        if stopping {
-            return;
-        }
-        // With nothing attached, look for new processes every IDLE_POLL
-        // rather than at the sampling rate.
-        let idle = procs.values().all(|a| a.spy.is_none());
-        next += if idle { period.max(IDLE_POLL) } else { period };
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            next = now;
-        }
+        true
+    }
+
+    /// True when no process is attached.
+    fn idle(&self) -> bool {
+        self.procs.values().all(|a| a.spy.is_none())
     }
 }

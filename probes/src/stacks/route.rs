@@ -8,7 +8,7 @@
 //! previous one never met its switch record (the record was lost) sends the
 //! old one on with an unknown duration.
 
-use super::RawStack;
+use crate::decode::RawStack;
 use ingero_store::stacks::OFF_CPU_UNKNOWN;
 use ingero_store::{HostEvent, HostKind};
 use std::collections::HashMap;

@@ -13,7 +13,7 @@
 //! charged to the next one.
 
 use super::maps::ProcMaps;
-use super::RawStack;
+use crate::decode::RawStack;
 use blazesym::symbolize::source::{Elf, Kernel, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::MaybeDefault;
