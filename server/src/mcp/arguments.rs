@@ -51,6 +51,41 @@ impl ArgumentCheck {
         })
     }
 
+    /// Removes from `arguments` each argument `tool` does not take but
+    /// another tool of this server does (a model carrying `detail` from
+    /// `get_causal_chains` over to the next tool), and returns a note per
+    /// argument set aside, naming the tools that take it. A name no tool
+    /// takes stays, to be refused as unknown (a misspelling).
+    pub fn set_aside(&self, tool: &str, arguments: &mut Option<JsonObject>) -> Vec<String> {
+        let (Some(own), Some(map)) = (self.accepted.get(tool), arguments.as_mut()) else {
+            return Vec::new();
+        };
+        let mut notes = Vec::new();
+        let foreign: Vec<String> = map.keys().filter(|k| !own.contains(k)).cloned().collect();
+        for name in foreign {
+            let mut takers: Vec<&str> = self
+                .accepted
+                .iter()
+                .filter(|(_, args)| args.contains(&name))
+                .map(|(t, _)| t.as_str())
+                .collect();
+            if takers.is_empty() {
+                continue;
+            }
+            takers.sort_unstable();
+            map.remove(&name);
+            let more = takers.len().saturating_sub(3);
+            takers.truncate(3);
+            notes.push(format!(
+                "note: argument {} ignored: {tool} does not take it (taken by {}{})",
+                clip_quoted(&name),
+                takers.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            ));
+        }
+        notes
+    }
+
     /// `Ok` when `arguments` (absent counts as `{}`) satisfy the input schema
     /// of `tool`, or when no such tool exists (the router answers that);
     /// otherwise the message to return, naming each argument at fault.
@@ -316,6 +351,29 @@ mod tests {
             e,
             r#"invalid arguments for list_gpu_processes: unknown argument "all": list_gpu_processes takes no arguments"#
         );
+    }
+
+    #[test]
+    fn another_tools_argument_is_set_aside_with_a_note() {
+        let router = IngeroMcp::tool_router();
+        let Ok(check) = ArgumentCheck::new(router.map.values().map(|r| &r.attr)) else {
+            panic!("every input schema compiles");
+        };
+        let mut args = json!({"db": "a.db", "detail": "full", "no_such_argument": 1})
+            .as_object()
+            .cloned();
+        let notes = check.set_aside("get_trace_stats", &mut args);
+        assert_eq!(
+            notes,
+            ["note: argument \"detail\" ignored: get_trace_stats does not take it (taken by compare_runs, get_causal_chains)"]
+        );
+        assert_eq!(
+            args,
+            json!({"db": "a.db", "no_such_argument": 1}).as_object().cloned()
+        );
+        assert!(check
+            .check("get_trace_stats", args.as_ref())
+            .is_err_and(|e| e.contains("no_such_argument")));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! chain report at the asked `detail`.
 //!
 //! The first call of an investigation should fit a small context budget
-//! (about 4,000 characters) and still answer "how idle, why, ranked":
+//! (at most about 1,200 tokens) and still answer "how idle, why, ranked":
 //! `brief` keeps every process's idle split and every finding's rank, cause
 //! and share of the idle time, with the root cause, evidence and fix of the
 //! top finding; `full` is the whole report.
@@ -25,7 +25,7 @@ use std::sync::Arc;
 pub enum Detail {
     /// The headline, each process's idle split, every finding ranked with
     /// its share of the idle time, and the top finding's root cause,
-    /// evidence and fix (about 4,000 characters).
+    /// evidence and fix (at most about 1,200 tokens).
     #[default]
     Brief,
     /// Everything: every finding's steps, evidence and fix, the rule checks,
@@ -103,10 +103,11 @@ impl ChainsView {
         let mut left_out = Vec::new();
         if detail == Detail::Brief {
             if report.chains.len() > 1 {
-                left_out.push(format!(
-                    "findings 2-{}'s root cause, evidence and fix",
-                    report.chains.len()
-                ));
+                let which = match report.chains.len() {
+                    2 => "finding 2".to_string(),
+                    n => format!("findings 2-{n}"),
+                };
+                left_out.push(format!("{which}: root cause, evidence and fix"));
             }
             left_out.push("steps, rule checks, statistics, CUDA symptoms".to_string());
             if report.gpu_idle.len() > BRIEF_PROCESSES {
@@ -378,8 +379,9 @@ fn idle_lines(p: &ProcessIdle, lead: bool) -> String {
     if !small.is_empty() {
         let sum: i64 = small.iter().map(|(_, v)| *v).sum();
         parts.push(format!(
-            "{} smaller parts {} ({})",
+            "{} smaller part{} {} ({})",
             small.len(),
+            if small.len() == 1 { "" } else { "s" },
             ns(sum),
             pct(sum as f64 / whole)
         ));

@@ -16,7 +16,7 @@ const TEXT_ROWS: usize = 50;
 /// Arguments of `run_sql`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct SqlArgs {
-    /// One SELECT. Tables: sessions, processes, cuda_ops, cuda_calls, host_events, aggregates, system_snapshots and more (sqlite_master lists them). Times epoch ns, durations dur_ns. cuda_calls keeps only some raw rows: count and sum calls from aggregates (count, sum_dur_ns per op, process and second).
+    /// One SELECT. Count and time calls from aggregates(pid, source = 1 for CUDA, code = cuda_ops.id, count, sum_dur_ns, per second bucket_ns); cuda_ops(id, name, class); cuda_calls(ts_ns, pid, tid, op_id, dur_ns) keeps only some raw rows. More tables in sqlite_master. Times epoch ns.
     pub sql: String,
     /// Most rows (default 1000).
     #[schemars(range(min = 1))]

@@ -9,7 +9,7 @@ use super::schema::{portable, Side};
 use super::server::{failure, IngeroMcp};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, JsonObject, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ContentBlock, JsonObject, Tool};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
@@ -39,6 +39,10 @@ impl IngeroMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         drop_nulls(&mut request.arguments);
+        let notes = self
+            .shared
+            .arguments
+            .set_aside(&request.name, &mut request.arguments);
         let checked = self
             .shared
             .arguments
@@ -48,7 +52,12 @@ impl IngeroMcp {
         }
         let call = ToolCallContext::new(self, request, context);
         match self.shared.router.call(call).await {
-            Ok(CallToolResponse::Complete(result)) => Ok(shorten_error_result(result).into()),
+            Ok(CallToolResponse::Complete(mut result)) => {
+                result
+                    .content
+                    .extend(notes.into_iter().map(ContentBlock::text));
+                Ok(shorten_error_result(result).into())
+            }
             Ok(other) => Ok(other),
             Err(mut error) => {
                 if let Cow::Owned(short) = shorten(&error.message) {
