@@ -19,20 +19,22 @@
 mod bound;
 mod calls;
 mod gaps;
-pub(crate) mod intervals;
 pub mod launches;
 mod measure;
-pub mod parts;
 pub mod per_step;
 mod process;
 mod split;
-pub mod states;
 mod timeline;
 mod windows;
+
+pub use crate::idle_split::{parts, states};
+
+use crate::intervals;
 
 use crate::activity::op_roles;
 use crate::dataset::Dataset;
 use crate::gpu_activity::BusySource;
+use crate::idle_split::states::{State, STATES};
 use crate::processes::main_processes;
 use bound::HostBound;
 use gaps::LongGaps;
@@ -40,7 +42,6 @@ pub use launches::{LaunchStats, SyncStats};
 use measure::Busy;
 use process::ProcessSpans;
 use serde::Serialize;
-use states::{State, STATES};
 pub use windows::thread_time_in;
 
 pub use ingero_store::activity::SYNC_WAITED_NS;
