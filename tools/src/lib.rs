@@ -8,6 +8,12 @@
 //! [`explain`] (all of it as one report), and [`compare`] (two reports side
 //! by side: did the fix work?). Every function reads a
 //! [`ingero_store::TraceDb`] through a [`dataset::Dataset`] loaded once.
+//!
+//! Module dependencies form a DAG: what several analyses share lives in
+//! leaf modules that import none of them — [`finding`] (what a causal chain
+//! is made of), [`rows`] (the rows a dataset holds) and [`idle_split`] (the
+//! thread states and parts of the GPU-idle split) — so no analysis imports
+//! from the module that calls it.
 
 pub mod activity;
 pub mod chains;
