@@ -141,25 +141,6 @@ fn edge_buckets(
     Ok(sampled)
 }
 
-/// Flags driver calls that run inside a runtime call of the same thread.
-fn mark_nested(calls: &mut [Call], ops: &BTreeMap<u16, OpInfo>) {
-    let mut open: std::collections::HashMap<i32, i64> = std::collections::HashMap::new();
-    for c in calls.iter_mut() {
-        match ops.get(&c.op_id).map(|o| o.api) {
-            Some(CudaApi::Runtime | CudaApi::Nccl) => {
-                let end = open.entry(c.tid).or_insert(i64::MIN);
-                *end = (*end).max(c.ts_ns + c.dur_ns);
-            }
-            Some(CudaApi::Driver) => {
-                c.nested = open
-                    .get(&c.tid)
-                    .is_some_and(|end| c.ts_ns + c.dur_ns <= *end);
-            }
-            None => {}
-        }
-    }
-}
-
 /// The loaded view of one trace for one scope.
 pub struct Dataset {
     /// Whole capture bounds.
