@@ -15,6 +15,9 @@
 //! thread states and parts of the GPU-idle split) — so no analysis imports
 //! from the module that calls it.
 
+// Every public item says why it exists; the lint keeps it that way.
+#![warn(missing_docs)]
+
 pub mod activity;
 pub mod chains;
 pub mod code;

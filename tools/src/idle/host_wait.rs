@@ -85,7 +85,7 @@ impl HostWaitCauses {
         parts::PARTS.map(|p| (p.label, self.at(p.state)))
     }
 
-    /// The parts by state slot ([`states::State::index`]).
+    /// The parts by state slot ([`crate::idle_split::states::State::index`]).
     pub fn by_slot(&self) -> [i64; STATES] {
         let mut out = [0i64; STATES];
         for p in parts::PARTS {
