@@ -2,7 +2,7 @@
 //! recorder kept them (`cuda_activity`, exact whatever the sampling),
 //! otherwise folded from the raw rows by the recorder's own rule.
 
-use crate::dataset::{Call, OpInfo};
+use crate::rows::{Call, OpInfo};
 use ingero_store::activity::{ActivityKind, ActivitySpan, ActivityTracker, CallPart, OpRole};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;

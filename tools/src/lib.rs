@@ -8,6 +8,15 @@
 //! [`explain`] (all of it as one report), and [`compare`] (two reports side
 //! by side: did the fix work?). Every function reads a
 //! [`ingero_store::TraceDb`] through a [`dataset::Dataset`] loaded once.
+//!
+//! Module dependencies form a DAG: what several analyses share lives in
+//! leaf modules that import none of them — [`finding`] (what a causal chain
+//! is made of), [`rows`] (the rows a dataset holds) and [`idle_split`] (the
+//! thread states and parts of the GPU-idle split) — so no analysis imports
+//! from the module that calls it.
+
+// Every public item says why it exists; the lint keeps it that way.
+#![warn(missing_docs)]
 
 pub mod activity;
 pub mod chains;
@@ -17,9 +26,12 @@ pub mod dataset;
 pub mod error;
 pub mod events;
 pub mod explain;
+pub mod finding;
 pub mod format;
 pub mod gpu_activity;
 pub mod idle;
+pub mod idle_split;
+pub(crate) mod intervals;
 pub mod launch_levels;
 pub mod library;
 pub mod percentile;
@@ -29,6 +41,7 @@ pub mod ranks;
 pub mod render;
 pub mod render_ranks;
 pub mod render_stacks;
+pub mod rows;
 pub mod scope;
 pub mod sql;
 pub mod stacks;

@@ -197,7 +197,7 @@ pub fn check(db: &TraceDb, asked: &Asked, window: TimeWindow) -> Result<Scope> {
         pid: asked.pid,
     };
     if let Some(rank) = asked.rank {
-        match crate::ranks::pid_of_rank(db, rank)? {
+        match crate::scope::pid_of_rank(db, rank)? {
             Some(pid) => scope.pid = Some(pid),
             None => {
                 let h = Holdings::read(db)?;

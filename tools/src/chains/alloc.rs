@@ -2,8 +2,9 @@
 //! than usual, the signature of a caching allocator missing and going to the
 //! driver.
 
+use super::build::{chain, impact_points};
 use super::context::Context;
-use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::OpClass;
 

@@ -7,9 +7,10 @@
 //! thread's loop. Without stack samples, blocked time stays in the idle
 //! breakdown as "blocked (I/O, locks, sleep)", unnamed.
 
+use super::build::chain;
 use super::context::Context;
 use super::measured::busy_over;
-use super::{chain, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use crate::waits::WaitReason;
 use std::collections::BTreeMap;

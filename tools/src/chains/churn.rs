@@ -7,9 +7,10 @@
 //! steady rate) and take a measurable part of its time. A few allocations
 //! that are occasionally slow are another mechanism (`allocation_spike`).
 
+use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
-use super::{chain, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::AggSource;
 use ingero_store::OpClass;

@@ -14,11 +14,11 @@
 //! raised as findings about the loop.
 
 use super::context::Context;
-use super::{CausalChain, Cause, ChainStep, Evidence, Severity};
 use crate::code::{CodeShare, PartCode};
+use crate::finding::{CausalChain, Cause, ChainStep, Evidence, Severity};
 use crate::format;
-use crate::idle::parts::{by_key, PARTS};
 use crate::idle::ProcessIdle;
+use crate::idle_split::parts::{by_key, PARTS};
 
 /// A part left over must hold at least this share of the loop's idle time
 /// (idle time between the first and last CUDA call) to become a finding.

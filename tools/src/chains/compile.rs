@@ -13,11 +13,12 @@
 //! Without either, on-CPU time stays unexplained by this finding, whatever
 //! the workload is suspected of.
 
+use super::build::{chain, impact_points};
 use super::context::Context;
 use super::measured::BusyFigure;
-use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
-use crate::idle::intervals::{total, union};
+use crate::intervals::{total, union};
 use crate::pyframes::PyActivity;
 
 const FIX: &str = "Keep compilation out of the steady loop: warm up on every input shape the job \

@@ -12,8 +12,9 @@ mod saturated;
 mod submission;
 mod text;
 
+use super::build::{chain, impact_points};
 use super::context::Context;
-use super::{chain, impact_points, CausalChain, Evidence};
+use crate::finding::{CausalChain, Evidence};
 use contenders::{Blame, Contenders};
 use ingero_store::HostKind;
 use saturated::Saturated;
@@ -111,11 +112,11 @@ fn excess_idle_while_saturated(ctx: &Context) -> Option<i64> {
         idle.loop_idle_pieces.last()?.1,
     );
     let step = ctx.sample_interval_ns.max(1);
-    let windows: Vec<(i64, i64)> = crate::idle::intervals::union(
+    let windows: Vec<(i64, i64)> = crate::intervals::union(
         ctx.sat.times.iter().map(|t| (t - step, *t)).collect(),
         (lo, hi),
     );
-    let sat_len = crate::idle::intervals::total(&windows);
+    let sat_len = crate::intervals::total(&windows);
     let rest_len = (hi - lo) - sat_len;
     if sat_len <= 0 || rest_len < 1_000_000_000 {
         return None;

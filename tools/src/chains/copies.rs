@@ -1,8 +1,9 @@
 //! Pageable host memory: large host-device copies that run at a fraction of
 //! pinned bandwidth and block the calling thread.
 
+use super::build::{chain, impact_points};
 use super::context::Context;
-use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::OpClass;
 

@@ -10,15 +10,15 @@
 //! never explain the same nanoseconds; what no finding takes is reported
 //! as unexplained, by part.
 
-use super::{CausalChain, Cause, Severity};
+use crate::finding::{CausalChain, Cause, Severity};
 use crate::format;
-use crate::idle::parts::position;
-use crate::idle::states::State;
 use crate::idle::{HostWaitCauses, ProcessIdle};
+use crate::idle_split::parts::position;
+use crate::idle_split::states::State;
 
 /// The thread states of the idle split, by short name.
 mod slot {
-    use crate::idle::states::State;
+    use crate::idle_split::states::State;
     use ingero_store::activity::CallPart;
     pub const LAUNCH: State = State::Inside(CallPart::Launch);
     pub const ALLOC_FREE: State = State::Inside(CallPart::AllocFree);

@@ -3,9 +3,10 @@
 //! checked against the GPU's own busy figure; without them it is an
 //! inference from the waits and says so.
 
+use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
-use super::{chain, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 
 const FIX: &str = "The host keeps up; speed up the GPU work itself: profile kernels (Nsight \

@@ -6,9 +6,10 @@
 //! bounded) mostly idle, and that idle time spent by the GPU thread inside
 //! launch calls and in the short host gaps between them.
 
+use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
-use super::{chain, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 
 const FIX: &str = "Launch fewer, larger kernels: capture the step once and replay it as a CUDA \

@@ -1,8 +1,9 @@
 //! Process lifecycle causes: a cold start that dominates the run, and bursts
 //! of worker forks that stall the GPU thread.
 
+use super::build::{chain, impact_points};
 use super::context::Context;
-use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::HostKind;
 

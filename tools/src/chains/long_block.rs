@@ -7,9 +7,10 @@
 //! waited for is not in the switch record: the finding says so, and says
 //! that off-CPU stack samples would tell.
 
+use super::build::chain;
 use super::context::Context;
 use super::measured::busy_over;
-use super::{chain, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::HostKind;
 

@@ -1,8 +1,9 @@
 //! Memory causes: kernel page-allocation storms in the job, and host memory
 //! pressure.
 
+use super::build::{chain, impact_points};
 use super::context::Context;
-use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::{AggSource, HostKind};
 use std::collections::BTreeMap;

@@ -9,6 +9,7 @@
 
 pub mod alloc;
 pub mod blocked;
+mod build;
 pub mod churn;
 pub mod code_finding;
 pub mod compile;
@@ -36,209 +37,7 @@ use context::{Context, Symptom};
 use ingero_store::TraceDb;
 use serde::Serialize;
 
-/// The host-side mechanism a chain blames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    /// The GPU idles while its feeding thread prepares input on the CPU
-    /// (per-sample DataLoader fetch and collate).
-    HostInputPipeline,
-    /// The training job's own DataLoader workers saturate the CPU and preempt the GPU thread.
-    DataloaderWorkerContention,
-    /// Processes outside the job saturate the CPU and preempt the GPU thread.
-    CpuContention,
-    /// Bursts of kernel page allocations coincide with slow CUDA calls.
-    PageAllocStorm,
-    /// Many processes forked at once (worker start-up) coincide with slow CUDA calls.
-    WorkerForkStorm,
-    /// The host ran short of memory (high use, swapping).
-    MemoryPressure,
-    /// Host-to-device copies from pageable memory run at a fraction of pinned bandwidth.
-    PageableMemcpy,
-    /// Device allocations periodically take far longer than usual (allocator cache misses).
-    AllocationSpike,
-    /// The first CUDA calls (context creation, module loading) dominate the run.
-    ColdStart,
-    /// The host mostly waits on the GPU: the GPU is the bottleneck, not the host.
-    GpuBound,
-    /// The GPU thread works on the CPU outside CUDA while the GPU idles, and
-    /// the capture holds no evidence of what that work is.
-    HostCompute,
-    /// The GPU thread blocks waiting on its DataLoader workers, which are
-    /// too few or too slow for it.
-    SlowWorkers,
-    /// Device memory is allocated and freed in the loop, step after step.
-    AllocatorChurn,
-    /// The loop issues many tiny kernels and the host's launch path, not
-    /// the GPU, sets the pace.
-    LaunchBound,
-    /// One long off-CPU stretch of the GPU thread while the loop runs.
-    LongBlock,
-    /// The GPU thread waits to take the Python GIL (stacks show it).
-    GilContention,
-    /// The GPU thread waits on disk or page-cache I/O (stacks show it).
-    BlockingIo,
-    /// The GPU thread sleeps in its loop (stacks show it).
-    HostSleep,
-    /// The process waits for input on sockets or file descriptors: no work
-    /// arrives (stacks show it). A negative: no host-side bottleneck.
-    WaitingForWork,
-    /// The GPU thread waits on a lock or condition (stacks show a futex).
-    LockWait,
-    /// Every step reads a scalar back from the GPU and waits for it.
-    SyncInLoop,
-    /// The job compiles (torch.compile, Triton JIT or autotuning) while the
-    /// GPU waits: compilation frames in its stacks, compiler processes.
-    CompileStall,
-    /// GPU idle time no mechanism's evidence covers, named by the code the
-    /// GPU thread was in meanwhile (its stacks inside exactly that time).
-    IdleCode,
-}
-
-impl Cause {
-    /// Stable snake_case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Cause::HostInputPipeline => "host_input_pipeline",
-            Cause::DataloaderWorkerContention => "dataloader_worker_contention",
-            Cause::CpuContention => "cpu_contention",
-            Cause::PageAllocStorm => "page_alloc_storm",
-            Cause::WorkerForkStorm => "worker_fork_storm",
-            Cause::MemoryPressure => "memory_pressure",
-            Cause::PageableMemcpy => "pageable_memcpy",
-            Cause::AllocationSpike => "allocation_spike",
-            Cause::ColdStart => "cold_start",
-            Cause::GpuBound => "gpu_bound",
-            Cause::HostCompute => "host_compute",
-            Cause::SlowWorkers => "slow_workers",
-            Cause::AllocatorChurn => "allocator_churn",
-            Cause::LaunchBound => "launch_bound",
-            Cause::LongBlock => "long_block",
-            Cause::GilContention => "gil_contention",
-            Cause::BlockingIo => "blocking_io",
-            Cause::HostSleep => "host_sleep",
-            Cause::WaitingForWork => "waiting_for_work",
-            Cause::LockWait => "lock_wait",
-            Cause::SyncInLoop => "sync_in_loop",
-            Cause::CompileStall => "compile_stall",
-            Cause::IdleCode => "idle_code",
-        }
-    }
-}
-
-/// How urgent a chain is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Severity {
-    /// Worth knowing.
-    Low,
-    /// Costs measurable time.
-    Medium,
-    /// The main reason the GPU waits.
-    High,
-}
-
-impl Severity {
-    /// Severity for a chain score.
-    pub fn from_score(score: f64) -> Severity {
-        if score >= 60.0 {
-            Severity::High
-        } else if score >= 35.0 {
-            Severity::Medium
-        } else {
-            Severity::Low
-        }
-    }
-
-    /// Upper-case label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Severity::Low => "LOW",
-            Severity::Medium => "MEDIUM",
-            Severity::High => "HIGH",
-        }
-    }
-}
-
-/// One number supporting a chain, with where it came from.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Evidence {
-    /// What is measured.
-    pub label: String,
-    /// The value.
-    pub value: f64,
-    /// Its unit (`ns`, `count`, `percent`, `bytes`, `ratio`, `bytes/s`).
-    pub unit: String,
-    /// Which data it was computed from.
-    pub source: String,
-}
-
-impl Evidence {
-    /// Builds an evidence item.
-    pub fn new(label: impl Into<String>, value: f64, unit: &str, source: &str) -> Evidence {
-        Evidence {
-            label: label.into(),
-            value,
-            unit: unit.to_string(),
-            source: source.to_string(),
-        }
-    }
-}
-
-/// One link of the chain, from system state down to the CUDA call.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ChainStep {
-    /// `SYSTEM`, `HOST`, `CUDA` or `GPU` (the GPU's own NVML samples, or
-    /// the host-side bound on them).
-    pub layer: String,
-    /// What happened at that layer.
-    pub detail: String,
-}
-
-/// A diagnosed cause of GPU starvation.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct CausalChain {
-    /// Stable id within the report (`chain-1` is the top one).
-    pub id: String,
-    /// Mechanism blamed.
-    pub cause: Cause,
-    /// Urgency.
-    pub severity: Severity,
-    /// Ranking score, 0-100 (how strong the evidence is).
-    pub score: f64,
-    /// GPU idle time of the victim process this finding accounts for, ns;
-    /// no two findings count the same stretch (see `explained`).
-    pub explained_ns: i64,
-    /// `explained_ns` as a share of the victim's whole GPU idle time.
-    pub explained_share: f64,
-    /// One line: symptom <- cause.
-    pub summary: String,
-    /// The root cause in one sentence.
-    pub root_cause: String,
-    /// Links from system state to the CUDA call.
-    pub steps: Vec<ChainStep>,
-    /// Numbers behind the diagnosis.
-    pub evidence: Vec<Evidence>,
-    /// CUDA functions affected.
-    pub affected_ops: Vec<String>,
-    /// The GPU-driving process that suffers.
-    pub victim_pid: Option<i32>,
-    /// Processes causing it.
-    pub culprit_pids: Vec<i32>,
-    /// Seconds after capture start where the evidence concentrates.
-    pub start_offset_s: f64,
-    /// End of that stretch, seconds after capture start.
-    pub end_offset_s: f64,
-    /// The concrete change to make.
-    pub fix: String,
-    /// The code the GPU thread was in during the idle time this finding
-    /// explains, largest first (empty without stack samples).
-    pub code: Vec<crate::code::CodeShare>,
-    /// For a finding named by its code: the part of the idle split it
-    /// explains (`off_cpu_blocked`, `host_compute`, ...).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub part: Option<String>,
-}
+pub use crate::finding::{CausalChain, Cause, ChainStep, Evidence, Severity};
 
 /// Answer of `get_causal_chains`.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -446,7 +245,7 @@ fn attach_code(chains: &mut [CausalChain], idle: &ProcessIdle) {
         }
         let keys: Vec<&str> = explained::claims(c.cause)
             .iter()
-            .map(|&s| crate::idle::parts::PARTS[crate::idle::parts::position(s)].key)
+            .map(|&s| crate::idle_split::parts::PARTS[crate::idle_split::parts::position(s)].key)
             .collect();
         let mut code: Vec<crate::code::CodeShare> = idle
             .code
@@ -458,56 +257,4 @@ fn attach_code(chains: &mut [CausalChain], idle: &ProcessIdle) {
         code.truncate(3);
         c.code = code;
     }
-}
-
-/// Builds a chain with its severity derived from the score.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn chain(
-    ctx: &Context,
-    cause: Cause,
-    score: f64,
-    summary: String,
-    root_cause: String,
-    steps: Vec<ChainStep>,
-    evidence: Vec<Evidence>,
-    affected_ops: Vec<String>,
-    culprit_pids: Vec<i32>,
-    span_ns: (i64, i64),
-    fix: &str,
-) -> CausalChain {
-    let score = score.clamp(0.0, 100.0);
-    let start = ctx.ds.span.start_ns;
-    CausalChain {
-        id: String::new(),
-        cause,
-        severity: Severity::from_score(score),
-        score,
-        explained_ns: 0,
-        explained_share: 0.0,
-        summary,
-        root_cause,
-        steps,
-        evidence,
-        affected_ops,
-        victim_pid: ctx.main,
-        culprit_pids,
-        start_offset_s: ((span_ns.0 - start) as f64 / 1e9).max(0.0),
-        end_offset_s: ((span_ns.1 - start) as f64 / 1e9).max(0.0),
-        fix: fix.to_string(),
-        code: Vec::new(),
-        part: None,
-    }
-}
-
-/// A chain step.
-pub(crate) fn step(layer: &str, detail: String) -> ChainStep {
-    ChainStep {
-        layer: layer.to_string(),
-        detail,
-    }
-}
-
-/// Impact points (0-40) for a share of wall time lost.
-pub(crate) fn impact_points(share: f64) -> f64 {
-    40.0 * (share * 4.0).clamp(0.0, 1.0)
 }

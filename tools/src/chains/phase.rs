@@ -9,11 +9,12 @@
 //! it computed is not in those rows: the finding points at the stack
 //! samples of that stretch.
 
+use super::build::{chain, impact_points};
 use super::context::Context;
 use super::measured::busy_over;
-use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
-use crate::idle::intervals::{gaps, overlap, union};
+use crate::intervals::{gaps, overlap, union};
 use ingero_store::HostKind;
 
 const FIX: &str = "See what the GPU thread computed in that stretch (get_stacks for its window, \

@@ -8,9 +8,10 @@
 //! outside CUDA with the cause not identified (`host_compute`), and what
 //! would tell (stack samples of the thread).
 
+use super::build::{chain, impact_points};
 use super::context::Context;
 use super::measured::BusyFigure;
-use super::{chain, impact_points, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use crate::pyframes::{PyActivity, PyProfile};
 use ingero_store::HostKind;

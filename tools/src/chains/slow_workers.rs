@@ -6,9 +6,10 @@
 //! workers" part) is a large share of the GPU idle time, and the CPU is not
 //! saturated (a saturated CPU is contention, another finding).
 
+use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
-use super::{chain, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 
 const FIX: &str = "Feed the loop faster: raise num_workers (up to the free cores), make \

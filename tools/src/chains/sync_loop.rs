@@ -7,9 +7,10 @@
 //! one per synchronisation, through the run; the GPU idle while the thread
 //! prepares and launches the next step.
 
+use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
-use super::{chain, step, CausalChain, Cause, Evidence};
+use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::catalog::copy_kind;
 use ingero_store::OpClass;

@@ -10,7 +10,7 @@
 //! nearest in time inside the same stretch.
 
 use super::path::{reduce, CodePath};
-use crate::idle::states::{Segment, STATES};
+use crate::idle_split::states::{Segment, STATES};
 use ingero_store::thread_samples::ThreadSample;
 use ingero_store::StackKind;
 use std::collections::HashMap;
@@ -140,7 +140,7 @@ impl<'a> Samples<'a> {
 
 /// Off-CPU states (one switch-out per segment).
 fn is_off(slot: usize) -> bool {
-    use crate::idle::states::State;
+    use crate::idle_split::states::State;
     [
         State::OffPreempted,
         State::OffWorkers,

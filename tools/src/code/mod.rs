@@ -12,7 +12,7 @@
 pub mod attribute;
 pub mod path;
 
-use crate::idle::states::{Segment, STATES};
+use crate::idle_split::states::{Segment, STATES};
 use attribute::{by_slot, Samples};
 use ingero_store::thread_samples::ThreadSample;
 pub use path::{CodePath, PyFrame};
@@ -73,7 +73,7 @@ impl PartCode {
 
 /// Stable key and label of each state slot.
 pub fn slot_names(slot: usize) -> (&'static str, &'static str) {
-    let p = crate::idle::parts::of_slot(slot);
+    let p = crate::idle_split::parts::of_slot(slot);
     (p.key, p.label)
 }
 

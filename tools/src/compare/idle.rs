@@ -59,9 +59,10 @@ pub fn compare(base: &Report, new: &Report, band: Option<f64>) -> IdleComparison
     let count = lb.as_ref().or(ln.as_ref()).map_or(0, |l| l.0.len());
     let parts = (0..count)
         .filter_map(|i| {
-            let at = |l: &Option<([(&'static str, i64); crate::idle::states::STATES], i64)>| {
-                l.as_ref().map(|(parts, span)| (parts[i], *span))
-            };
+            let at = |l: &Option<(
+                [(&'static str, i64); crate::idle_split::states::STATES],
+                i64,
+            )>| { l.as_ref().map(|(parts, span)| (parts[i], *span)) };
             let (pb, pn) = (at(&lb), at(&ln));
             let label = pb.or(pn)?.0 .0;
             let ns = |x: Option<((&str, i64), i64)>| x.map(|((_, v), _)| v as f64);

@@ -4,8 +4,8 @@
 //! processes the aggregates show calling CUDA.
 
 use super::raw;
-use super::{AggRow, HostRow};
 use crate::error::Result;
+use crate::rows::{AggRow, HostRow};
 use ingero_store::{AggSource, ProcessInfo, ResolvedWindow, SystemSnapshot, TraceDb};
 use rusqlite::params;
 use std::collections::{BTreeMap, BTreeSet};

@@ -11,7 +11,7 @@ use crate::gpu_activity::GpuActivity;
 use crate::scope::Scope;
 use early::Early;
 use ingero_store::activity::ActivitySpan;
-use ingero_store::catalog::{copy_kind, loss_source};
+use ingero_store::catalog::loss_source;
 use ingero_store::schema::SMALL_LAUNCH_THREADS;
 use ingero_store::{
     AggSource, CaptureSpan, CudaApi, DbFormat, HostKind, OpClass, ProcessInfo, ResolvedWindow,
@@ -23,136 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 mod early;
 mod raw;
 
-/// Name and class of a CUDA op id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpInfo {
-    /// Catalogue id.
-    pub id: u16,
-    /// Function name.
-    pub name: String,
-    /// Runtime or driver library.
-    pub api: CudaApi,
-    /// What the function does.
-    pub class: OpClass,
-}
-
-/// One raw CUDA call, compacted for in-memory analysis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Call {
-    /// Entry time, epoch ns.
-    pub ts_ns: i64,
-    /// Time inside the call.
-    pub dur_ns: i64,
-    /// Bytes copied or allocated.
-    pub bytes: i64,
-    /// Process id.
-    pub pid: i32,
-    /// Thread id.
-    pub tid: i32,
-    /// Op id.
-    pub op_id: u16,
-    /// `cudaMemcpyKind`, -1 when not a copy.
-    pub copy_kind: i8,
-    /// Stream handle, 0 for the default stream or when unknown.
-    pub stream: i64,
-    /// True for a driver-API call made inside a runtime-API call of the same
-    /// thread (`cuLaunchKernel` inside `cudaLaunchKernel`): the same work,
-    /// counted once by analyses that count operations. Read from the
-    /// capture's own flag; inferred from time containment only for files
-    /// that did not record it.
-    pub nested: bool,
-    /// Threads a kernel launch started (grid x block), 0 otherwise or unknown.
-    pub threads: i64,
-    /// True when `dur_ns` was not measured but estimated (sampled launch
-    /// timing: the thread's recent mean of its timed launches).
-    pub estimated: bool,
-}
-
-impl Call {
-    /// Stream the call was made on (0 = default or unknown).
-    pub fn stream_key(&self) -> i64 {
-        self.stream
-    }
-
-    /// True for host-to-device copies (or copies whose direction is unknown).
-    pub fn is_upload(&self) -> bool {
-        self.copy_kind as i64 == copy_kind::HOST_TO_DEVICE
-            || self.copy_kind as i64 == copy_kind::DEFAULT
-    }
-}
-
-/// One aggregate row (totals for a bucket, a pid and an op or host kind).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AggRow {
-    /// Bucket start, epoch ns.
-    pub bucket_ns: i64,
-    /// Process id.
-    pub pid: i32,
-    /// CUDA or host.
-    pub source: AggSource,
-    /// Op id or host kind id.
-    pub code: i64,
-    /// Events counted.
-    pub count: i64,
-    /// Of which stored as raw rows.
-    pub stored: i64,
-    /// Sum of durations.
-    pub sum_dur_ns: i64,
-    /// Largest duration.
-    pub max_dur_ns: i64,
-    /// Sum of bytes.
-    pub sum_bytes: i64,
-    /// Of `count`, calls nested in another call of their thread (the driver
-    /// half of a runtime call, [`ingero_store::nesting`]).
-    pub nested_count: i64,
-    /// Of `sum_dur_ns`, the nested calls' time.
-    pub nested_dur_ns: i64,
-    /// Of `sum_bytes`, the nested calls' bytes.
-    pub nested_bytes: i64,
-    /// Threads launched (grid x block summed over launches).
-    pub sum_threads: i64,
-    /// Launches of at most [`ingero_store::schema::SMALL_LAUNCH_THREADS`] threads.
-    pub small_launches: i64,
-    /// Of `small_launches`, nested ones.
-    pub nested_small_launches: i64,
-    /// Of `count`, launches not timed (sampled launch timing): their
-    /// duration in `sum_dur_ns` is an estimate.
-    pub estimated_count: i64,
-    /// Of those, the ones proven shorter than 50 us by their thread's next
-    /// call; the rest may have been slow.
-    pub estimated_bounded: i64,
-    /// Summed bounds of the proven ones, ns (an upper bound of their time).
-    pub estimated_bound_ns: i64,
-}
-
-impl AggRow {
-    /// Outer calls counted (each logical call once).
-    pub fn outer_count(&self) -> i64 {
-        self.count - self.nested_count
-    }
-
-    /// Time of the outer calls, ns.
-    pub fn outer_dur_ns(&self) -> i64 {
-        self.sum_dur_ns - self.nested_dur_ns
-    }
-}
-
-/// A raw host event kept individually.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HostRow {
-    /// Event time, epoch ns.
-    pub ts_ns: i64,
-    /// Process id.
-    pub pid: i32,
-    /// Thread id.
-    pub tid: i32,
-    /// Kind.
-    pub kind: HostKind,
-    /// Duration (off-CPU time for switches).
-    pub dur_ns: i64,
-    /// Kind-specific argument.
-    pub arg: i64,
-}
+pub use crate::rows::{AggRow, Call, HostRow, OpInfo, Totals};
 
 /// Replaces the totals of buckets the window cuts (which also cover time
 /// outside it) with totals rebuilt from the raw rows inside the window.
@@ -268,69 +139,6 @@ fn edge_buckets(
     }
     aggs.extend(rebuilt.into_values());
     Ok(sampled)
-}
-
-/// Flags driver calls that run inside a runtime call of the same thread.
-fn mark_nested(calls: &mut [Call], ops: &BTreeMap<u16, OpInfo>) {
-    let mut open: std::collections::HashMap<i32, i64> = std::collections::HashMap::new();
-    for c in calls.iter_mut() {
-        match ops.get(&c.op_id).map(|o| o.api) {
-            Some(CudaApi::Runtime | CudaApi::Nccl) => {
-                let end = open.entry(c.tid).or_insert(i64::MIN);
-                *end = (*end).max(c.ts_ns + c.dur_ns);
-            }
-            Some(CudaApi::Driver) => {
-                c.nested = open
-                    .get(&c.tid)
-                    .is_some_and(|end| c.ts_ns + c.dur_ns <= *end);
-            }
-            None => {}
-        }
-    }
-}
-
-/// Totals summed over aggregate rows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Totals {
-    /// Events counted.
-    pub count: i64,
-    /// Raw rows kept.
-    pub stored: i64,
-    /// Sum of durations.
-    pub sum_dur_ns: i64,
-    /// Largest duration.
-    pub max_dur_ns: i64,
-    /// Sum of bytes.
-    pub sum_bytes: i64,
-    /// Launches not timed (sampled launch timing), durations estimated.
-    pub estimated_count: i64,
-    /// Of those, the ones proven shorter than 50 us.
-    pub estimated_bounded: i64,
-    /// Summed bounds of the proven ones, ns.
-    pub estimated_bound_ns: i64,
-}
-
-impl Totals {
-    /// Untimed launches not proven short: their duration is unknown.
-    pub fn unbounded(&self) -> i64 {
-        (self.estimated_count - self.estimated_bounded).max(0)
-    }
-
-    fn add(&mut self, a: &AggRow) {
-        self.estimated_count += a.estimated_count;
-        self.estimated_bounded += a.estimated_bounded;
-        self.estimated_bound_ns = self.estimated_bound_ns.saturating_add(a.estimated_bound_ns);
-        self.count += a.count;
-        self.stored += a.stored;
-        self.sum_dur_ns = self.sum_dur_ns.saturating_add(a.sum_dur_ns);
-        self.max_dur_ns = self.max_dur_ns.max(a.max_dur_ns);
-        self.sum_bytes = self.sum_bytes.saturating_add(a.sum_bytes);
-    }
-
-    /// Mean duration, when anything was counted.
-    pub fn mean_ns(&self) -> Option<f64> {
-        (self.count > 0).then(|| self.sum_dur_ns as f64 / self.count as f64)
-    }
 }
 
 /// The loaded view of one trace for one scope.

@@ -4,11 +4,11 @@
 //! on a second connection on another thread (a [`ingero_store::TraceDb`]
 //! serves one thread at a time).
 
-use super::{mark_nested, Call, HostRow, OpInfo};
+use crate::rows::{Call, HostRow, OpInfo};
 use ingero_store::catalog::unfinished;
 use ingero_store::nesting::{NESTED, NOT_RECORDED};
 use ingero_store::open::LONGEST_SPAN_NS;
-use ingero_store::{CaptureSpan, HostKind, ResolvedWindow};
+use ingero_store::{CaptureSpan, CudaApi, HostKind, ResolvedWindow};
 use rusqlite::{params, Connection};
 use std::collections::BTreeMap;
 
@@ -159,4 +159,23 @@ pub(super) fn switches_of(
         window,
         &[i64::from(pid)],
     )
+}
+
+/// Flags driver calls that run inside a runtime call of the same thread.
+fn mark_nested(calls: &mut [Call], ops: &BTreeMap<u16, OpInfo>) {
+    let mut open: std::collections::HashMap<i32, i64> = std::collections::HashMap::new();
+    for c in calls.iter_mut() {
+        match ops.get(&c.op_id).map(|o| o.api) {
+            Some(CudaApi::Runtime | CudaApi::Nccl) => {
+                let end = open.entry(c.tid).or_insert(i64::MIN);
+                *end = (*end).max(c.ts_ns + c.dur_ns);
+            }
+            Some(CudaApi::Driver) => {
+                c.nested = open
+                    .get(&c.tid)
+                    .is_some_and(|end| c.ts_ns + c.dur_ns <= *end);
+            }
+            None => {}
+        }
+    }
 }

@@ -2,10 +2,10 @@
 //! was inside a CUDA call or had queued work outstanding, plus the time of
 //! calls the recorder counted but could not place in time.
 
-use super::intervals::{gaps, total, union};
 use super::process::ProcessSpans;
 use crate::activity::ActivityOrigin;
 use crate::dataset::Dataset;
+use crate::intervals::{gaps, total, union};
 use ingero_store::AggSource;
 
 /// The host-side bound of one process.

@@ -1,7 +1,7 @@
 //! Figures read straight off the process's outer raw CUDA calls: the step
 //! period between synchronisations and the split of calls by stream.
 
-use super::StreamIdle;
+use super::stream_idle::StreamIdle;
 use crate::dataset::{Call, Dataset};
 use ingero_store::OpClass;
 use std::collections::BTreeMap;

@@ -1,9 +1,10 @@
 //! Long idle gaps and utilisation over the lifetime: the figures the
 //! Nsight-style `gpu_gaps` and `gpu_time_utilization` rules are read from.
 
-use super::intervals::{gaps, inside, overlap, union};
-use super::{IdleGap, Utilization, GAP_THRESHOLD_NS, UTILIZATION_CHUNKS, UTILIZATION_LOW};
+use super::gap::{IdleGap, GAP_THRESHOLD_NS};
+use super::utilization::{Utilization, UTILIZATION_CHUNKS, UTILIZATION_LOW};
 use crate::gpu_activity::MeasuredBusy;
+use crate::intervals::{gaps, inside, overlap, union};
 
 /// Idle gaps of at least [`GAP_THRESHOLD_NS`].
 pub struct LongGaps {

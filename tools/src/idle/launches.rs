@@ -1,7 +1,8 @@
 //! Host-side launch and synchronisation statistics of one process, and the
 //! rule checks (Nsight- and HTA-style) evaluated on them.
 
-use super::{RuleCheck, Utilization};
+use super::rule_check::RuleCheck;
+use super::utilization::Utilization;
 use crate::dataset::{Call, Dataset};
 use ingero_store::activity::OpRole;
 use ingero_store::{AggSource, CudaApi, OpClass};

@@ -3,10 +3,10 @@
 //! filling the stretches they do not cover), otherwise the host-side bound.
 
 use super::bound::HostBound;
-use super::intervals::{self, gaps, inside, total, union};
 use super::process::ProcessSpans;
 use crate::dataset::Dataset;
 use crate::gpu_activity::{BusySource, MeasuredBusy};
+use crate::intervals::{self, gaps, inside, total, union};
 
 /// The busy figure and the idle pieces it leaves.
 pub struct Busy {

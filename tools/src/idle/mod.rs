@@ -18,194 +18,42 @@
 
 mod bound;
 mod calls;
+mod gap;
 mod gaps;
-pub(crate) mod intervals;
+mod host_wait;
 pub mod launches;
 mod measure;
-pub mod parts;
 pub mod per_step;
 mod process;
+mod rule_check;
 mod split;
-pub mod states;
+mod stream_idle;
 mod timeline;
+mod utilization;
 mod windows;
+
+pub use crate::idle_split::{parts, states};
+
+use crate::intervals;
 
 use crate::activity::op_roles;
 use crate::dataset::Dataset;
 use crate::gpu_activity::BusySource;
 use crate::processes::main_processes;
 use bound::HostBound;
+pub use gap::{IdleGap, GAP_THRESHOLD_NS};
 use gaps::LongGaps;
+pub use host_wait::HostWaitCauses;
 pub use launches::{LaunchStats, SyncStats};
 use measure::Busy;
 use process::ProcessSpans;
+pub use rule_check::RuleCheck;
 use serde::Serialize;
-use states::{State, STATES};
+pub use stream_idle::StreamIdle;
+pub use utilization::{Utilization, UTILIZATION_CHUNKS, UTILIZATION_LOW};
 pub use windows::thread_time_in;
 
 pub use ingero_store::activity::SYNC_WAITED_NS;
-
-/// Idle gaps at least this long are listed (Nsight's "GPU gaps" rule).
-pub const GAP_THRESHOLD_NS: i64 = 500_000_000;
-/// Chunks the lifetime is cut into for the utilisation rule.
-pub const UTILIZATION_CHUNKS: usize = 30;
-/// A chunk below this busy share counts as under-utilised.
-pub const UTILIZATION_LOW: f64 = 0.5;
-/// Page-allocation rate (bytes/s) from which on-CPU host wait is blamed on a storm.
-const STORM_RATE: f64 = 256.0 * 1024.0 * 1024.0;
-
-/// Where GPU-idle time went, ns: what the GPU-driving thread was doing
-/// while the GPU had no work from this process. The parts add up to the
-/// idle time (`host_wait_ns`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct HostWaitCauses {
-    /// Before the process's first CUDA call (start-up, imports, data loading).
-    pub before_first_call_ns: i64,
-    /// Thread inside kernel or graph launch calls (launch-bound: the GPU
-    /// finishes each kernel before the next is queued).
-    pub in_launch_calls_ns: i64,
-    /// Thread inside allocation or free calls (host time, not GPU work).
-    pub in_alloc_free_ns: i64,
-    /// Thread inside copies or memsets.
-    pub in_copies_ns: i64,
-    /// Thread inside synchronisations while the GPU was idle.
-    pub in_sync_ns: i64,
-    /// Thread inside other CUDA calls (events, queries, setup).
-    pub in_other_cuda_ns: i64,
-    /// Host time between CUDA calls less than 1 ms apart.
-    pub between_calls_ns: i64,
-    /// GPU thread off-CPU after a preemption (waiting in the run queue).
-    pub off_cpu_preempted_ns: i64,
-    /// GPU thread blocked while DataLoader workers were alive (waiting on them).
-    pub waiting_on_workers_ns: i64,
-    /// GPU thread blocked for another reason (I/O, locks, sleeps).
-    pub off_cpu_blocked_ns: i64,
-    /// GPU thread off-CPU, recorder did not say whether preempted or blocked.
-    pub off_cpu_unknown_ns: i64,
-    /// GPU thread on-CPU outside CUDA during a page-allocation storm of its process.
-    pub page_alloc_storm_ns: i64,
-    /// GPU thread on-CPU outside CUDA otherwise (Python-side work: input
-    /// preparation, compilation, anything not in a CUDA call).
-    pub host_compute_ns: i64,
-    /// After the process's last recorded CUDA call.
-    pub after_last_call_ns: i64,
-}
-
-impl HostWaitCauses {
-    fn from_shares(s: &[f64; STATES]) -> HostWaitCauses {
-        let mut out = HostWaitCauses::default();
-        for p in parts::PARTS {
-            *out.at_mut(p.state) = s[p.state.index()].round() as i64;
-        }
-        out
-    }
-
-    /// The part of one thread state, ns.
-    pub fn at(&self, state: State) -> i64 {
-        let mut copy = *self;
-        *copy.at_mut(state)
-    }
-
-    fn at_mut(&mut self, state: State) -> &mut i64 {
-        use ingero_store::activity::CallPart;
-        match state {
-            State::BeforeFirst => &mut self.before_first_call_ns,
-            State::AfterLast => &mut self.after_last_call_ns,
-            State::Inside(CallPart::Launch) => &mut self.in_launch_calls_ns,
-            State::Inside(CallPart::AllocFree) => &mut self.in_alloc_free_ns,
-            State::Inside(CallPart::Copy) => &mut self.in_copies_ns,
-            State::Inside(CallPart::Sync) => &mut self.in_sync_ns,
-            State::Inside(CallPart::Other) => &mut self.in_other_cuda_ns,
-            State::BetweenCalls => &mut self.between_calls_ns,
-            State::OffPreempted => &mut self.off_cpu_preempted_ns,
-            State::OffWorkers => &mut self.waiting_on_workers_ns,
-            State::OffBlocked => &mut self.off_cpu_blocked_ns,
-            State::OffUnknown => &mut self.off_cpu_unknown_ns,
-            State::Storm => &mut self.page_alloc_storm_ns,
-            State::Compute => &mut self.host_compute_ns,
-        }
-    }
-
-    /// Every part with its label, in report order ([`parts::PARTS`]).
-    pub fn labelled(&self) -> [(&'static str, i64); STATES] {
-        parts::PARTS.map(|p| (p.label, self.at(p.state)))
-    }
-
-    /// The parts by state slot ([`states::State::index`]).
-    pub fn by_slot(&self) -> [i64; STATES] {
-        let mut out = [0i64; STATES];
-        for p in parts::PARTS {
-            out[p.state.index()] = self.at(p.state);
-        }
-        out
-    }
-
-    /// Sum of the parts.
-    pub fn sum(&self) -> i64 {
-        self.labelled().iter().map(|(_, v)| v).sum()
-    }
-
-    /// Off-CPU parts together.
-    pub fn off_cpu_ns(&self) -> i64 {
-        self.off_cpu_preempted_ns
-            + self.waiting_on_workers_ns
-            + self.off_cpu_blocked_ns
-            + self.off_cpu_unknown_ns
-    }
-
-    fn largest_mut(&mut self) -> &mut i64 {
-        let largest = parts::PARTS
-            .iter()
-            .max_by_key(|p| self.at(p.state))
-            .map_or(State::BeforeFirst, |p| p.state);
-        self.at_mut(largest)
-    }
-}
-
-/// One idle gap.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct IdleGap {
-    /// Start, seconds after the capture began.
-    pub start_offset_s: f64,
-    /// Length, ns.
-    pub dur_ns: i64,
-}
-
-/// GPU time utilisation over equal chunks of the lifetime.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Utilization {
-    /// Number of chunks.
-    pub chunks: usize,
-    /// Chunks whose busy share is under 50%.
-    pub low_chunks: usize,
-    /// Busy share per chunk, 0-1.
-    pub busy_share: Vec<f64>,
-    /// What busy means here: "NVML samples" or "host-side upper bound".
-    pub basis: String,
-}
-
-/// One check from the usual GPU-profiling rule sets, evaluated on this trace.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct RuleCheck {
-    /// Rule name (`gpu_gaps`, `gpu_time_utilization`, `pageable_async_copies`,
-    /// `synchronous_operations`, `launch_statistics`).
-    pub rule: String,
-    /// True when the trace shows the problem the rule looks for.
-    pub triggered: bool,
-    /// The figures behind the verdict.
-    pub detail: String,
-}
-
-/// CUDA calls of one stream (raw rows, outer calls).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct StreamIdle {
-    /// Stream handle (0 = default or unknown).
-    pub stream: i64,
-    /// Raw rows of outer calls on it.
-    pub calls: i64,
-    /// Time inside those calls, ns.
-    pub api_ns: i64,
-}
 
 /// Idle breakdown of one GPU-driving process.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]

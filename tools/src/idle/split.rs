@@ -2,12 +2,12 @@
 //! GPU idled, from its state segments ([`super::timeline`]) and the idle
 //! pieces of the busy figure ([`super::measure`]).
 
+use super::host_wait::{HostWaitCauses, STORM_RATE};
 use super::process::ProcessSpans;
-use super::states::{attribute, Segment, STATES};
 use super::timeline::ThreadFacts;
-use super::{HostWaitCauses, STORM_RATE};
 use crate::activity::ActivityOrigin;
 use crate::dataset::Dataset;
+use crate::idle_split::states::{attribute, Segment, STATES};
 use crate::processes::{role_of, Role};
 use ingero_store::{AggSource, HostKind};
 use std::collections::BTreeSet;

@@ -1,9 +1,9 @@
-//! Builds the GPU-driving thread's state segments ([`super::states`]) from
+//! Builds the GPU-driving thread's state segments ([`crate::idle_split::states`]) from
 //! its activity spans, context switches and the process's page-allocation
 //! storms.
 
-use super::states::{Segment, State, STATES};
-use crate::dataset::HostRow;
+use crate::idle_split::states::{Segment, State, STATES};
+use crate::rows::HostRow;
 use ingero_store::activity::{ActivitySpan, CallPart};
 
 /// What the segments are built from.

@@ -3,9 +3,9 @@
 //! on-CPU outside CUDA): for analyses that ask about moments other than GPU
 //! idleness, such as a rank arriving late at a collective.
 
+use super::host_wait::HostWaitCauses;
 use super::process::ProcessSpans;
 use super::split::{causes, thread_facts};
-use super::HostWaitCauses;
 use crate::dataset::Dataset;
 use crate::processes::main_processes;
 

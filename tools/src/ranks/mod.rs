@@ -11,10 +11,10 @@ pub mod stragglers;
 
 use crate::dataset::Dataset;
 use crate::error::Result;
+pub use crate::scope::pid_of_rank;
 use ingero_store::TraceDb;
 pub use offsets::{estimate_offsets, OffsetEstimate};
 pub use plan::{plan_merge, MergePlan};
-use rusqlite::OptionalExtension;
 use serde::Serialize;
 pub use stragglers::{RankArrivals, Straggler};
 
@@ -130,20 +130,4 @@ fn merged_clocks(db: &TraceDb) -> Result<Vec<MergedClock>> {
         out.push(r.map_err(q)?);
     }
     Ok(out)
-}
-
-/// The process of global rank `rank` (`processes.rank`), for scoping an
-/// analysis to one rank.
-pub fn pid_of_rank(db: &TraceDb, rank: i32) -> Result<Option<i32>> {
-    let conn = db.conn();
-    let q = |e| db.classify(e);
-    let pid = conn
-        .query_row(
-            "SELECT pid FROM processes WHERE rank = ?1 ORDER BY first_seen_ns LIMIT 1",
-            [rank],
-            |r| r.get(0),
-        )
-        .optional()
-        .map_err(q)?;
-    Ok(pid)
 }

@@ -3,7 +3,7 @@
 //! processes outside the job, and which of the two groups takes the blame.
 
 use super::super::context::Context;
-use super::super::Cause;
+use crate::finding::Cause;
 use crate::processes::Role;
 use ingero_store::HostKind;
 

@@ -3,10 +3,10 @@
 //! slowed op's tail and the GPU and GPU thread while saturated.
 
 use super::super::context::Context;
-use super::super::Evidence;
 use super::contenders::Blame;
 use super::saturated::Saturated;
-use crate::dataset::Totals;
+use crate::finding::Evidence;
+use crate::rows::Totals;
 
 /// Every evidence item, in report order.
 pub fn list(ctx: &Context, s: &Saturated, blame: &Blame, main_sw: &Totals) -> Vec<Evidence> {

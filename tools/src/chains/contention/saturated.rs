@@ -5,7 +5,7 @@
 use super::super::context::{Context, Symptom};
 use super::super::measured::{busy_over, BusyFigure};
 use super::submission::{submission_gap, SubmissionGap};
-use crate::dataset::Call;
+use crate::rows::Call;
 
 /// The main process over the saturated stretch.
 pub struct Saturated<'c> {

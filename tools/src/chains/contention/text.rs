@@ -2,11 +2,11 @@
 //! chain of steps from the saturated CPU down to the slowed CUDA calls.
 
 use super::super::context::{Context, SATURATED_PCT};
-use super::super::{step, ChainStep};
 use super::contenders::Blame;
 use super::saturated::Saturated;
-use crate::dataset::Totals;
+use crate::finding::{step, ChainStep};
 use crate::format;
+use crate::rows::Totals;
 
 /// The symptom seen on the main process while saturated: the slowed op's
 /// tail, else the idle GPU or GPU thread, else the thread off-CPU.

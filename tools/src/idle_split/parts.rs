@@ -21,7 +21,7 @@ const fn part(state: State, key: &'static str, label: &'static str) -> Part {
 }
 
 /// Every part, in report order (the order of
-/// [`super::HostWaitCauses::labelled`]).
+/// [`crate::idle::HostWaitCauses::labelled`]).
 pub const PARTS: [Part; STATES] = [
     part(
         State::BeforeFirst,

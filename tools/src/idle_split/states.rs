@@ -11,7 +11,7 @@
 //! every other state is full: a thread waiting in a sync is usually waiting
 //! for the GPU to finish, so idleness in that stretch is the other states'.
 
-use super::intervals::overlap;
+use crate::intervals::overlap;
 use ingero_store::activity::CallPart;
 
 /// A state of the GPU-driving thread.

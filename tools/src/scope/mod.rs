@@ -3,6 +3,10 @@
 use ingero_store::TimeWindow;
 use serde::{Deserialize, Serialize};
 
+mod rank;
+
+pub use rank::pid_of_rank;
+
 /// A time window (relative to the capture end) and an optional process filter.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
@@ -26,7 +30,7 @@ impl Scope {
         let Some(rank) = rank else {
             return Ok(self);
         };
-        match crate::ranks::pid_of_rank(db, rank)? {
+        match pid_of_rank(db, rank)? {
             Some(pid) => Ok(Scope {
                 pid: Some(pid),
                 ..self

@@ -1,0 +1,52 @@
+//! A diagnosed cause of GPU starvation: the finding itself.
+
+use super::cause::Cause;
+use super::evidence::Evidence;
+use super::severity::Severity;
+use super::step::ChainStep;
+use serde::Serialize;
+
+/// A diagnosed cause of GPU starvation.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CausalChain {
+    /// Stable id within the report (`chain-1` is the top one).
+    pub id: String,
+    /// Mechanism blamed.
+    pub cause: Cause,
+    /// Urgency.
+    pub severity: Severity,
+    /// Ranking score, 0-100 (how strong the evidence is).
+    pub score: f64,
+    /// GPU idle time of the victim process this finding accounts for, ns;
+    /// no two findings count the same stretch (see `explained`).
+    pub explained_ns: i64,
+    /// `explained_ns` as a share of the victim's whole GPU idle time.
+    pub explained_share: f64,
+    /// One line: symptom <- cause.
+    pub summary: String,
+    /// The root cause in one sentence.
+    pub root_cause: String,
+    /// Links from system state to the CUDA call.
+    pub steps: Vec<ChainStep>,
+    /// Numbers behind the diagnosis.
+    pub evidence: Vec<Evidence>,
+    /// CUDA functions affected.
+    pub affected_ops: Vec<String>,
+    /// The GPU-driving process that suffers.
+    pub victim_pid: Option<i32>,
+    /// Processes causing it.
+    pub culprit_pids: Vec<i32>,
+    /// Seconds after capture start where the evidence concentrates.
+    pub start_offset_s: f64,
+    /// End of that stretch, seconds after capture start.
+    pub end_offset_s: f64,
+    /// The concrete change to make.
+    pub fix: String,
+    /// The code the GPU thread was in during the idle time this finding
+    /// explains, largest first (empty without stack samples).
+    pub code: Vec<crate::code::CodeShare>,
+    /// For a finding named by its code: the part of the idle split it
+    /// explains (`off_cpu_blocked`, `host_compute`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
+}
