@@ -80,7 +80,11 @@ impl ArgumentCheck {
                 "note: argument {} ignored: {tool} does not take it (taken by {}{})",
                 clip_quoted(&name),
                 takers.join(", "),
-                if more > 0 { format!(" and {more} more") } else { String::new() }
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
             ));
         }
         notes
@@ -369,7 +373,9 @@ mod tests {
         );
         assert_eq!(
             args,
-            json!({"db": "a.db", "no_such_argument": 1}).as_object().cloned()
+            json!({"db": "a.db", "no_such_argument": 1})
+                .as_object()
+                .cloned()
         );
         assert!(check
             .check("get_trace_stats", args.as_ref())

@@ -13,7 +13,7 @@ use super::path::{reduce, CodePath};
 use crate::idle_split::states::{Segment, STATES};
 use ingero_store::thread_samples::ThreadSample;
 use ingero_store::StackKind;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// Python samples further than this from a native sample are not paired.
 const PAIR_NS: i64 = 25_000_000;
@@ -25,7 +25,7 @@ const DEFAULT_PERIOD_NS: i64 = 10_101_010;
 #[derive(Debug, Default, Clone)]
 pub struct SlotCode {
     /// Idle ns (exact off-CPU, sampled estimate on-CPU) per path.
-    pub by_path: HashMap<CodePath, (f64, u32)>,
+    pub by_path: BTreeMap<CodePath, (f64, u32)>,
     /// Idle ns of this slot that had a stack to read.
     pub covered: f64,
 }

@@ -17,7 +17,7 @@ use attribute::{by_slot, Samples};
 use ingero_store::thread_samples::ThreadSample;
 pub use path::{CodePath, PyFrame};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// A code group: whose code, and the kind of kernel wait.
 type GroupKey = (String, Option<String>);
@@ -111,7 +111,7 @@ pub fn attribute(
             .map(|(_, v)| v.0)
             .sum();
         // Group by owner and kernel wait; keep each group's heaviest path.
-        let mut groups: HashMap<GroupKey, Group> = HashMap::new();
+        let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
         for (p, (w, n)) in acc.by_path {
             let g = groups
                 .entry((p.owner(), p.kernel_kind()))
