@@ -71,3 +71,31 @@ fn trace_where_capture_cannot_work_exits_2() {
     assert!(stderr.contains("not permitted"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn query_for_an_op_the_file_lacks_exits_2_listing_the_ops_it_has() {
+    let db = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/ingero-investigations/pytorch-dataloader-starvation.db"
+    );
+    let out = ingero(false, &["query", "--db", db, "--op", "cudaNope"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for part in [
+        "unknown op \"cudaNope\"",
+        "cudaStreamSynchronize",
+        "sched_switch",
+        "omit op",
+    ] {
+        assert!(err.contains(part), "{part} missing from: {err}");
+    }
+    let out = ingero(
+        false,
+        &["query", "--db", db, "--since", "1h", "--until", "2h"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("94.6 s"),
+        "{out:?}"
+    );
+}

@@ -3,6 +3,7 @@
 use anyhow::Result;
 use ingero_store::{parse_duration_ns, TimeWindow, TraceDb};
 use ingero_tools::events::{query_events, EventQuery};
+use ingero_tools::teach::{self, Asked};
 use ingero_tools::{render, Scope};
 use std::path::PathBuf;
 
@@ -49,11 +50,19 @@ pub fn run(args: Args) -> Result<()> {
 /// The subcommand's work on the opened file; its errors go through
 /// [`super::diagnosed`], which names a damaged value a read stopped on.
 fn analyse(db: &TraceDb, args: Args, window: TimeWindow, min_dur_ns: Option<i64>) -> Result<()> {
+    // A window, pid or op that matches nothing in the file is refused with
+    // what the file does hold, as the MCP tools do.
+    let asked = Asked {
+        since: args.since.clone(),
+        until: args.until.clone(),
+        pid: args.pid,
+        rank: None,
+        op: args.op.clone(),
+        needs_cuda: false,
+    };
+    let scope: Scope = teach::check(db, &asked, window)?;
     let query = EventQuery {
-        scope: Scope {
-            window,
-            pid: args.pid,
-        },
+        scope,
         op: args.op,
         min_dur_ns,
         limit: args.limit,
