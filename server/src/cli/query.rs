@@ -57,7 +57,7 @@ fn analyse(db: &TraceDb, args: Args, window: TimeWindow, min_dur_ns: Option<i64>
         until: args.until.clone(),
         pid: args.pid,
         rank: None,
-        op: args.op.clone(),
+        op: None,
         needs_cuda: false,
     };
     let scope: Scope = teach::check(db, &asked, window)?;
@@ -68,7 +68,21 @@ fn analyse(db: &TraceDb, args: Args, window: TimeWindow, min_dur_ns: Option<i64>
         limit: args.limit,
         offset: args.offset,
     };
-    let page = query_events(db, &query)?;
+    let op = query.op.clone();
+    let page = match query_events(db, &query) {
+        Ok(page) => page,
+        Err(e) if op.is_some() && e.is_bad_input() => {
+            // An op unknown to the query: say what the file holds.
+            teach::check(db, &Asked { op, ..asked }, window)?;
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if page.total == 0 && op.is_some() {
+        // Nothing matched the op (a name or a part of one): say what the
+        // file holds instead of an empty page.
+        teach::check(db, &Asked { op, ..asked }, window)?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page)?);
     } else {

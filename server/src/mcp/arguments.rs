@@ -23,6 +23,9 @@ pub struct ArgumentCheck {
     validators: HashMap<String, jsonschema::Validator>,
     /// The arguments each tool accepts, for refusals of unknown ones.
     accepted: HashMap<String, Vec<String>>,
+    /// Read-only tools, where another tool's argument is set aside rather
+    /// than refused (a tool that changes the machine refuses it).
+    forgiving: Vec<String>,
 }
 
 impl ArgumentCheck {
@@ -31,7 +34,16 @@ impl ArgumentCheck {
     pub fn new<'a>(tools: impl IntoIterator<Item = &'a Tool>) -> anyhow::Result<ArgumentCheck> {
         let mut validators = HashMap::new();
         let mut accepted = HashMap::new();
+        let mut forgiving = Vec::new();
         for tool in tools {
+            if tool
+                .annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false)
+            {
+                forgiving.push(tool.name.to_string());
+            }
             let names: Vec<String> = tool
                 .input_schema
                 .get("properties")
@@ -48,18 +60,23 @@ impl ArgumentCheck {
         Ok(ArgumentCheck {
             validators,
             accepted,
+            forgiving,
         })
     }
 
     /// Removes from `arguments` each argument `tool` does not take but
     /// another tool of this server does (a model carrying `detail` from
     /// `get_causal_chains` over to the next tool), and returns a note per
-    /// argument set aside, naming the tools that take it. A name no tool
-    /// takes stays, to be refused as unknown (a misspelling).
+    /// argument set aside, naming the tools that take it. Only read-only
+    /// tools do this; a name no tool takes stays, to be refused as unknown
+    /// (a misspelling).
     pub fn set_aside(&self, tool: &str, arguments: &mut Option<JsonObject>) -> Vec<String> {
         let (Some(own), Some(map)) = (self.accepted.get(tool), arguments.as_mut()) else {
             return Vec::new();
         };
+        if !self.forgiving.iter().any(|t| t == tool) {
+            return Vec::new();
+        }
         let mut notes = Vec::new();
         let foreign: Vec<String> = map.keys().filter(|k| !own.contains(k)).cloned().collect();
         for name in foreign {
@@ -380,6 +397,12 @@ mod tests {
         assert!(check
             .check("get_trace_stats", args.as_ref())
             .is_err_and(|e| e.contains("no_such_argument")));
+        // A tool that changes the machine refuses it instead.
+        let mut args = json!({"db": "a.db", "duration": "5s"}).as_object().cloned();
+        assert!(check.set_aside("start_trace", &mut args).is_empty());
+        assert!(check
+            .check("start_trace", args.as_ref())
+            .is_err_and(|e| e.contains("unknown argument \"db\"")));
     }
 
     #[test]
