@@ -3,10 +3,12 @@
 //! folder, named as the other tools take `db`; the text answer leads with
 //! the verdict and the structured output carries the comparison.
 
+mod stdio_client;
+
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
+use stdio_client::StdioServer;
 
 fn demo(dir: &Path, scenario: &str) {
     let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
@@ -21,31 +23,13 @@ fn demo(dir: &Path, scenario: &str) {
     );
 }
 
-fn send(to: &mut ChildStdin, message: &Value) {
-    writeln!(to, "{message}").expect("write to the server");
-    to.flush().expect("flush");
-}
-
-/// The next answer carrying `id` (notifications such as progress skipped).
-fn answer(from: &mut BufReader<ChildStdout>, id: i64) -> Value {
-    loop {
-        let mut line = String::new();
-        let n = from.read_line(&mut line).expect("read the server's answer");
-        assert!(n > 0, "the server closed its output");
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        if v["id"] == id {
-            return v;
-        }
-    }
-}
-
-fn call(to: &mut ChildStdin, from: &mut BufReader<ChildStdout>, id: i64, args: Value) -> Value {
-    send(
-        to,
-        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": "compare_runs", "arguments": args}}),
-    );
-    answer(from, id)["result"].clone()
+/// `tools/call` of compare_runs: its result.
+fn call(server: &mut StdioServer, args: Value) -> Value {
+    server.request(
+        "tools/call",
+        json!({"name": "compare_runs", "arguments": args}),
+    )["result"]
+        .clone()
 }
 
 #[test]
@@ -53,32 +37,11 @@ fn compare_runs_answers_through_the_server() {
     let dir = tempfile::tempdir().expect("tempdir");
     demo(dir.path(), "dataloader-starvation");
     demo(dir.path(), "periodic-malloc-spike");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_ingero"))
-        .args(["mcp", "--db"])
-        .arg(dir.path().join("dataloader-starvation.db"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start ingero mcp");
-    let mut to = server.stdin.take().expect("stdin");
-    let mut from = BufReader::new(server.stdout.take().expect("stdout"));
-    send(
-        &mut to,
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "compare-test", "version": "1"}}}),
-    );
-    assert!(answer(&mut from, 1)["result"].is_object(), "initialize");
-    send(
-        &mut to,
-        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
-    send(
-        &mut to,
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-    );
-    let tools = answer(&mut from, 2);
+    let mut server = StdioServer::start([
+        std::ffi::OsString::from("--db"),
+        dir.path().join("dataloader-starvation.db").into_os_string(),
+    ]);
+    let tools = server.request("tools/list", json!({}));
     let tool = tools["result"]["tools"]
         .as_array()
         .and_then(|t| t.iter().find(|t| t["name"] == "compare_runs"))
@@ -88,9 +51,7 @@ fn compare_runs_answers_through_the_server() {
     assert!(tool["outputSchema"].is_object());
 
     let r = call(
-        &mut to,
-        &mut from,
-        3,
+        &mut server,
         json!({"base": "dataloader-starvation.db", "new": "periodic-malloc-spike.db"}),
     );
     assert_ne!(r["isError"], true, "{r}");
@@ -105,9 +66,7 @@ fn compare_runs_answers_through_the_server() {
     assert!(s["findings"].as_array().is_some_and(|f| !f.is_empty()));
 
     let same = call(
-        &mut to,
-        &mut from,
-        4,
+        &mut server,
         json!({"base": "dataloader-starvation.db", "new": "dataloader-starvation.db", "detail": "full"}),
     );
     let text = same["content"][0]["text"].as_str().expect("text");
@@ -116,20 +75,12 @@ fn compare_runs_answers_through_the_server() {
     assert_eq!(same["structuredContent"]["verdict"]["outcome"], "no_change");
 
     let bad = call(
-        &mut to,
-        &mut from,
-        5,
+        &mut server,
         json!({"base": "missing.db", "new": "dataloader-starvation.db"}),
     );
     assert_eq!(bad["isError"], true, "{bad}");
-    let missing = call(
-        &mut to,
-        &mut from,
-        6,
-        json!({"base": "dataloader-starvation.db"}),
-    );
+    let missing = call(&mut server, json!({"base": "dataloader-starvation.db"}));
     assert_eq!(missing["isError"], true, "new is required: {missing}");
-    drop(to);
-    let status = server.wait().expect("server exits");
+    let status = server.finish();
     assert!(status.success(), "{status}");
 }

@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 /// A running `ingero mcp`, initialised; killed when dropped.
 pub struct StdioServer {
     child: Child,
-    to: ChildStdin,
+    to: Option<ChildStdin>,
     from: BufReader<ChildStdout>,
     next_id: i64,
     /// The `initialize` result (server info, capabilities, instructions).
@@ -31,7 +31,7 @@ impl StdioServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("start ingero mcp");
-        let to = child.stdin.take().expect("stdin");
+        let to = Some(child.stdin.take().expect("stdin"));
         let from = BufReader::new(child.stdout.take().expect("stdout"));
         let mut server = StdioServer {
             child,
@@ -53,8 +53,9 @@ impl StdioServer {
 
     /// Writes one message.
     pub fn send(&mut self, message: &Value) {
-        writeln!(self.to, "{message}").expect("write to the server");
-        self.to.flush().expect("flush");
+        let to = self.to.as_mut().expect("the server's input is open");
+        writeln!(to, "{message}").expect("write to the server");
+        to.flush().expect("flush");
     }
 
     /// Sends a request and returns the response with its id (notifications
@@ -84,6 +85,16 @@ impl StdioServer {
             .unwrap_or_default()
             .to_string();
         (result["isError"] == true, text)
+    }
+}
+
+impl StdioServer {
+    /// Closes the server's input, as a client ending its session does, and
+    /// waits for the server to exit.
+    #[allow(dead_code)] // not every test that includes this module ends this way
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        self.to = None;
+        self.child.wait().expect("server exits")
     }
 }
 
