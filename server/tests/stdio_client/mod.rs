@@ -1,6 +1,9 @@
 //! A plain JSON-RPC client of `ingero mcp` over stdio, for the tests that
 //! read the server's own bytes (no SDK in between): one line per message.
 
+// Each test file includes this module and uses part of it.
+#![allow(dead_code)]
+
 use serde_json::{json, Value};
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
@@ -91,7 +94,6 @@ impl StdioServer {
 impl StdioServer {
     /// Closes the server's input, as a client ending its session does, and
     /// waits for the server to exit.
-    #[allow(dead_code)] // not every test that includes this module ends this way
     pub fn finish(mut self) -> std::process::ExitStatus {
         self.to = None;
         self.child.wait().expect("server exits")
