@@ -87,6 +87,7 @@ fn cap(c: &CausalChain) -> Option<i64> {
         Cause::CpuContention => named("contention_time"),
         Cause::DataloaderWorkerContention => named("contention_time"),
         Cause::HostCompute => named("host_compute"),
+        Cause::SyncInLoop => named("sync_refill_idle"),
         Cause::GilContention
         | Cause::BlockingIo
         | Cause::HostSleep

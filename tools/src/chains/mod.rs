@@ -27,6 +27,7 @@ pub mod phase;
 pub mod pipeline;
 pub mod slow_workers;
 pub mod sync_loop;
+pub mod sync_refill;
 
 use crate::dataset::Dataset;
 use crate::error::Result;

@@ -10,6 +10,8 @@
 use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
+use super::sync_refill;
+use crate::dataset::SampledOps;
 use crate::finding::{step, CausalChain, Cause, Evidence};
 use crate::format;
 use ingero_store::catalog::copy_kind;
@@ -42,7 +44,15 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         })
         .collect();
     let syncs = idle.sync.syncs + idle.sync.sync_copies;
-    let n = small.len() as i64;
+    // Every call, not only the kept rows: each row stands for the calls of
+    // its op the aggregates counted.
+    let sampled = SampledOps::of(ctx.ds, main, ctx.main_calls());
+    let n = small.iter().map(|c| sampled.weight(c)).sum::<f64>().round() as i64;
+    let source = if small.iter().any(|c| sampled.sampled(c)) {
+        "raw rows scaled to the totals"
+    } else {
+        "raw rows"
+    };
     if n < 100 || syncs <= 0 || idle.idle_share < 0.3 || idle.host_wait_ns <= 0 {
         return None;
     }
@@ -56,24 +66,38 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     if share < 0.25 {
         return None;
     }
+    // What the synchronisations themselves cost: the idle inside them and
+    // the refill after each (the finding's claim is capped there).
+    let main_calls: Vec<_> = ctx.main_calls().collect();
+    let refill = sync_refill::measure(ctx.ds, idle, &main_calls, &sampled, syncs);
+    let own_idle = c.in_sync_ns + refill.map_or(0, |r| r.idle_ns);
     let busy = BusyFigure::of_idle(idle);
     let span_s = idle.active_span_ns.max(1) as f64 / 1e9;
+    let refill_text = match refill {
+        Some(r) => format!(
+            "after each synchronisation the GPU waits {} for the next work that overlap would have saved ({} measured), {} in all",
+            format::ns(r.idle_per_sync_ns.round() as i64),
+            format::count(r.measured as i64),
+            format::ns(r.idle_ns)
+        ),
+        None => "the wait after each synchronisation could not be measured (no whole run of rows)".to_string(),
+    };
     let summary = format!(
-        "GPU idle {} of {} ({}) <- {} reads of at most {SMALL_BYTES} bytes back to the host ({:.0}/s, {:.2} per synchronisation) <- synchronisation in the loop: each step waits for the GPU, then the GPU waits for the next step ({} of its idle time)",
+        "GPU idle {} of {} ({}) <- {} reads of at most {SMALL_BYTES} bytes back to the host ({:.0}/s, {:.2} per synchronisation) <- synchronisation in the loop: each step waits for the GPU, then the GPU waits for the next step ({refill_text})",
         format::pct(idle.idle_share),
         format::ns(idle.span_ns),
         busy.source_label(),
         format::count(n),
         n as f64 / span_s,
         per_sync,
-        format::ns(feeding)
     );
+    let copy_ops = ctx.op_names(small.iter().copied()).join(", ");
     let root_cause = format!(
-        "Synchronisation in the loop: {main} copies a scalar back from the GPU {} times ({:.2} per synchronisation, e.g. .item() on a loss), so the host cannot queue work ahead; while it prepares and launches the next step the GPU has nothing to do: {} of the {} GPU idle time. {}",
+        "Synchronisation in the loop: {main} reads a scalar back from the GPU {} times (device-to-host copies of at most {SMALL_BYTES} bytes through {copy_ops}, e.g. .item() on a loss), {:.2} per synchronisation ({}), so the host cannot queue work ahead; {refill_text}, of {} GPU idle time while it prepared and launched steps. {}",
         format::count(n),
         per_sync,
+        sync_calls(ctx, main, &sampled),
         format::ns(feeding),
-        format::ns(idle.host_wait_ns),
         busy.text()
     );
     let steps = vec![
@@ -98,14 +122,20 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         step("GPU", busy.text()),
     ];
     let evidence = vec![
-        Evidence::new("small_d2h_copies", n as f64, "count", "raw rows"),
-        Evidence::new("synchronisations", syncs as f64, "count", "raw rows"),
-        Evidence::new("small_copies_per_sync", per_sync, "ratio", "raw rows"),
+        Evidence::new("small_d2h_copies", n as f64, "count", source),
+        Evidence::new("synchronisations", syncs as f64, "count", "totals"),
+        Evidence::new("small_copies_per_sync", per_sync, "ratio", source),
         Evidence::new(
             "idle_feeding_next_step",
             feeding as f64,
             "ns",
             "activity spans",
+        ),
+        Evidence::new(
+            "sync_refill_idle",
+            own_idle as f64,
+            "ns",
+            "raw rows and activity spans",
         ),
     ];
     let start = ctx.ds.window.lo_ns.max(ctx.ds.span.start_ns);
@@ -122,4 +152,23 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         (start, start + idle.span_ns),
         FIX,
     ))
+}
+
+/// The main process's synchronising calls by op, most first, each with every
+/// call counted: `cudaStreamSynchronize 49,656`.
+fn sync_calls(ctx: &Context, main: i32, sampled: &SampledOps) -> String {
+    let ops: std::collections::BTreeSet<u16> = ctx
+        .main_calls()
+        .filter(|c| c.pid == main && !c.nested && ctx.ds.op_class(c.op_id) == OpClass::Sync)
+        .map(|c| c.op_id)
+        .collect();
+    let mut ops: Vec<(u16, i64)> = ops.into_iter().map(|op| (op, sampled.count(op))).collect();
+    ops.sort_by_key(|&(op, n)| (std::cmp::Reverse(n), op));
+    if ops.is_empty() {
+        return "synchronous copies".to_string();
+    }
+    ops.iter()
+        .map(|&(op, n)| format!("{} {}", ctx.ds.op_name(op), format::count(n)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

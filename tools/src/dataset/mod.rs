@@ -22,6 +22,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 mod early;
 mod raw;
+pub mod sampled;
+
+pub use sampled::SampledOps;
 
 pub use crate::rows::{AggRow, Call, HostRow, OpInfo, Totals};
 

@@ -3,7 +3,7 @@
 
 use super::rule_check::RuleCheck;
 use super::utilization::Utilization;
-use crate::dataset::{Call, Dataset};
+use crate::dataset::{Call, Dataset, SampledOps};
 use ingero_store::activity::OpRole;
 use ingero_store::{AggSource, CudaApi, OpClass};
 use serde::Serialize;
@@ -35,13 +35,15 @@ pub struct LaunchStats {
 /// Calls that block the host until the GPU is done (Nsight's synchronous-operation rules).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SyncStats {
-    /// Stream, device, context and event synchronisations (raw rows).
+    /// Stream, device, context and event synchronisations (every call: the
+    /// aggregates' count where raw rows were dropped).
     pub syncs: i64,
-    /// Synchronous copies and memsets (raw rows).
+    /// Synchronous copies and memsets (every call, likewise).
     pub sync_copies: i64,
     /// Time spent in both, ns.
     pub time_ns: i64,
-    /// Asynchronous copies of at least 1 MiB that ran below 8 GB/s (pageable source).
+    /// Asynchronous copies of at least 1 MiB that ran below 8 GB/s (pageable
+    /// source), among the raw rows.
     pub pageable_async_copies: i64,
 }
 
@@ -134,26 +136,40 @@ pub fn launch_stats(
     }
 }
 
-/// Synchronisation statistics from the raw rows of one process.
-pub fn sync_stats(ds: &Dataset, roles: &BTreeMap<u16, OpRole>, calls: &[&Call]) -> SyncStats {
-    let role = |c: &Call| roles.get(&c.op_id).copied().unwrap_or_default();
+/// Synchronisation statistics of one process: the raw rows classify each op,
+/// the aggregates count its calls where rows were dropped.
+pub fn sync_stats(
+    ds: &Dataset,
+    roles: &BTreeMap<u16, OpRole>,
+    calls: &[&Call],
+    sampled: &SampledOps,
+) -> SyncStats {
+    let role = |op: u16| roles.get(&op).copied().unwrap_or_default();
+    // Per op: outer raw rows and their time, for the ops every call of which
+    // blocks the host.
+    let mut blocking: BTreeMap<u16, bool> = BTreeMap::new();
     let mut s = SyncStats::default();
     for c in calls.iter().filter(|c| !c.nested) {
-        let r = role(c);
-        if ds.op_class(c.op_id) == OpClass::Sync {
-            s.syncs += 1;
-            s.time_ns += c.dur_ns;
-        } else if r.sync_copy {
-            s.sync_copies += 1;
-            s.time_ns += c.dur_ns;
+        let is_sync = ds.op_class(c.op_id) == OpClass::Sync;
+        if is_sync || role(c.op_id).sync_copy {
+            blocking.insert(c.op_id, is_sync);
         } else if ds.op_class(c.op_id) == OpClass::Copy
-            && r.async_work
+            && role(c.op_id).async_work
             && c.bytes >= 1 << 20
             && c.dur_ns > 0
             && (c.bytes as f64 * 1e9 / c.dur_ns as f64) < 8e9
         {
             s.pageable_async_copies += 1;
         }
+    }
+    for (op, is_sync) in blocking {
+        let n = sampled.count(op);
+        if is_sync {
+            s.syncs += n;
+        } else {
+            s.sync_copies += n;
+        }
+        s.time_ns += sampled.dur_ns(op);
     }
     s
 }
