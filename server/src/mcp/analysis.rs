@@ -440,10 +440,11 @@ impl IngeroMcp {
         let Some(base) = base.filter(|b| !b.is_empty() && result.is_error != Some(true)) else {
             return Ok(result);
         };
+        // The comparison reads each run's steady phase, as compare_runs does
+        // by default, whatever window the chains above were asked for.
         let new = args.scope.db.as_deref();
-        let window = WindowChoice::default();
         match self
-            .compare_pair(base, new, window, &ctx, "get_causal_chains")
+            .compare_pair(base, new, WindowChoice::Steady, &ctx, "get_causal_chains")
             .await?
         {
             Ok(c) => {
