@@ -2,7 +2,8 @@
 //! baseline beside it (`ingero report --db NEW --base BASE`), it opens with
 //! the answer to "did the fix work?": the verdict, the GPU idle share of
 //! each run, each finding present in both, gone or new with the idle time
-//! it explains, the idle split, the CUDA ops and the rates side by side.
+//! it explains, the idle split, the CUDA ops, the rates and the code paths
+//! whose idle time moved, side by side.
 //!
 //! Everything here is drawn from the typed
 //! [`Comparison`](ingero_tools::compare::Comparison), the same value
@@ -332,6 +333,26 @@ pub fn comparison_section(c: &Comparison) -> String {
         );
     }
     out.push_str("</table>\n");
+
+    if !c.code.is_empty() {
+        out.push_str("<h3>Code paths whose idle time moved (share of loop time)</h3>\n");
+        table(
+            &mut out,
+            "compare-code",
+            &["code", "part", "base", "new", "change"],
+        );
+        for k in &c.code {
+            let _ = writeln!(
+                out,
+                "<tr data-key=\"{}\"><td class=\"l code\">{}</td><td class=\"l\">{}</td>{}</tr>",
+                escape_html(&format!("{}:{}", k.part, k.code)),
+                escape_html(&k.code),
+                escape_html(&k.part),
+                pair_cells(&k.per_loop_s, Unit::Share)
+            );
+        }
+        out.push_str("</table>\n");
+    }
 
     if !c.notes.is_empty() {
         out.push_str("<ul class=\"notes\">\n");

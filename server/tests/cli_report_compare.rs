@@ -87,10 +87,7 @@ fn row(section: &str, table: &str, key: &str) -> Option<Vec<Cell>> {
     let t = section.find(&format!("id=\"{table}\""))?;
     let t_end = t + section[t..].find("</table>")?;
     let body = &section[t..t_end];
-    let key = key
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
+    let key = html_escaped(key);
     let r = body.find(&format!("<tr data-key=\"{key}\""))?;
     let r_end = r + body[r..].find("</tr>")?;
     let cells = body[r..r_end]
@@ -267,6 +264,45 @@ fn the_report_given_a_baseline_shows_the_comparison_and_its_figures_match() {
                 assert_eq!(cells[1].text, pct(v));
             }
         }
+    }
+}
+
+/// Unpacks a recording of the H200 workload zoo into `dir`.
+fn zoo(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../investigations/zoo-h200")
+        .join(format!("zoo-{name}.db.xz"));
+    let dest = dir.join(format!("{name}.db"));
+    let file = std::fs::File::open(&src).expect("packed recording");
+    let mut out = std::fs::File::create(&dest).expect("unpacked copy");
+    lzma_rs::xz_decompress(&mut std::io::BufReader::new(file), &mut out).expect("xz");
+    dest
+}
+
+#[test]
+fn a_recorded_fix_shows_the_finding_gone_and_the_code_paths_that_moved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = zoo(dir.path(), "pageable_copies-s50");
+    let new = zoo(dir.path(), "pinned_copies_overlap-s50");
+    let s = section(dir.path(), &base, &new);
+    let c = compare_json(&base, &new);
+    assert!(
+        s.contains("data-outcome=\"better\""),
+        "pinning the source helped"
+    );
+    let gone = row(&s, "compare-findings", "pageable_memcpy").expect("pageable row");
+    assert_eq!(gone[1].text, "gone");
+    let code = c["code"].as_array().expect("code");
+    assert!(!code.is_empty(), "the recordings have stacks");
+    for k in code {
+        let key = format!(
+            "{}:{}",
+            k["part"].as_str().expect("part"),
+            k["code"].as_str().expect("code")
+        );
+        let cells = row(&s, "compare-code", &key).expect("code row");
+        assert_eq!(cells[2].value, num(&k["per_loop_s"]["base"]), "{key}");
+        assert_eq!(cells[3].value, num(&k["per_loop_s"]["new"]), "{key}");
     }
 }
 
