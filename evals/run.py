@@ -90,12 +90,13 @@ async def run_all(args: argparse.Namespace, cases: list[Case], library: Path, ep
     if ep is not None:
         report["model_mode"] = {"model": ep.describe(), "limits": {}, "cases": []}
     for case in cases:
-        db = place_case(case, args.bin, library)
+        dbs = place_case(case, args.bin, library)
         try:
             await run_case(args, case, library, ep, report)
         finally:
             if not args.keep:
-                release_case(db)
+                for db in dbs:
+                    release_case(db)
     return report
 
 

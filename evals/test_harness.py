@@ -138,6 +138,47 @@ def need_bin(test: unittest.TestCase) -> str:
     return BIN
 
 
+class ComparisonCases(unittest.TestCase):
+    def write(self, tmp: str, body: str) -> Path:
+        p = Path(tmp) / "cmp.toml"
+        p.write_text('question = "Did the fix work?"\nrationale = "r"\n' + body +
+                     '[[must]]\nfact = "f"\ntool = "compare_runs"\ncheck = "equals"\npath = "verdict.outcome"\nexpect = "better"\n')
+        return p
+
+    def test_a_baseline_loads_and_names_its_served_file(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            case = load_case(self.write(tmp, 'demo = "periodic-malloc-spike"\nbase_demo = "dataloader-starvation"\n'), HERE.parent)
+            self.assertEqual((case.base_name, case.db_name), ("demo-dataloader-starvation.db", "demo-periodic-malloc-spike.db"))
+            case = load_case(self.write(tmp, 'demo = "cold-start"\n'), HERE.parent)
+            self.assertIsNone(case.base_name)
+
+    def test_rejects_bad_baselines(self) -> None:
+        sql_on_base = '[[must]]\nfact = "s"\ncheck = "sql"\non = "base"\nsql = "SELECT 1"\nvalue = 1\n'
+        for body in [
+            'demo = "cold-start"\nbase_demo = "cold-start"\n',
+            'demo = "cold-start"\nbase_demo = "nope"\n',
+            'demo = "cold-start"\nbase_demo = "cpu-contention"\nbase = "x.db"\n',
+            'demo = "cold-start"\n' + sql_on_base,
+        ]:
+            with tempfile.TemporaryDirectory() as tmp, self.assertRaises(CaseError, msg=body):
+                load_case(self.write(tmp, body), HERE.parent)
+
+    def test_a_demo_pair_follows_compare_runs(self) -> None:
+        need_bin(self)
+        with tempfile.TemporaryDirectory() as tmp:
+            self.write(tmp, 'demo = "periodic-malloc-spike"\nbase_demo = "dataloader-starvation"\n'
+                       '[[must]]\nfact = "workers removed"\ntool = "compare_runs"\ncheck = "equals"\n'
+                       'path = "verdict.reduced"\nexpect = "dataloader_worker_contention"\n'
+                       '[[must]]\nfact = "appended"\ncheck = "equals"\npath = "comparison.verdict.reduced"\n'
+                       'expect = "dataloader_worker_contention"\n')
+            out = subprocess.run([sys.executable, str(HERE / "run.py"), "--bin", BIN, "--cases", tmp, "--mode", "tool",
+                                  "--json", "-"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        case = json.loads(out.stdout)["tool_mode"][0]
+        self.assertEqual(case["steps"][0], "compare_runs")
+        self.assertTrue(all(f["passed"] for f in case["facts"]), case["facts"])
+
+
 class WrongCase(unittest.TestCase):
     def test_wrong_fact_fails_and_names_the_tool(self) -> None:
         need_bin(self)

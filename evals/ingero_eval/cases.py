@@ -37,7 +37,12 @@ class Fact:
 
 @dataclass
 class Case:
-    """A database, a question, required facts, forbidden claims, rationale."""
+    """A database, a question, required facts, forbidden claims, rationale.
+
+    A comparison case ("did the fix work?") also names a baseline run
+    (`base` or `base_demo`): its investigation follows the `compare_runs`
+    prompt on the baseline and the case's database, the run after the fix.
+    """
 
     id: str
     file: Path
@@ -47,14 +52,27 @@ class Case:
     rationale: str
     must: list[Fact]
     must_not: list[Fact]
+    base: Path | None = None
+    base_demo: str | None = None
 
     @property
     def db_name(self) -> str:
         """File name of the case's database inside the served folder."""
-        if self.demo:
-            return f"demo-{self.demo}.db"
-        assert self.db is not None
-        return served_name(self.db)
+        return _served(self.db, self.demo)
+
+    @property
+    def base_name(self) -> str | None:
+        """File name of the baseline run inside the served folder, if any."""
+        if self.base is None and self.base_demo is None:
+            return None
+        return _served(self.base, self.base_demo)
+
+
+def _served(db: Path | None, demo: str | None) -> str:
+    if demo:
+        return f"demo-{demo}.db"
+    assert db is not None
+    return served_name(db)
 
 
 def _fact(raw: dict[str, Any], where: str) -> Fact:
@@ -96,6 +114,13 @@ def load_case(path: Path, repo: Path) -> Case:
         raise CaseError(f"{where}: give exactly one of `db` and `demo`")
     if demo and demo not in DEMOS:
         raise CaseError(f"{where}: unknown demo {demo!r}")
+    base, base_demo = raw.get("base"), raw.get("base_demo")
+    if base and base_demo:
+        raise CaseError(f"{where}: give at most one of `base` and `base_demo`")
+    if base_demo and base_demo not in DEMOS:
+        raise CaseError(f"{where}: unknown demo {base_demo!r}")
+    if (base_demo and base_demo == demo) or (base and db and Path(base).name == Path(db).name):
+        raise CaseError(f"{where}: the baseline and the run must be different files")
     for key in ("question", "rationale"):
         if not raw.get(key):
             raise CaseError(f"{where}: `{key}` is required")
@@ -103,6 +128,10 @@ def load_case(path: Path, repo: Path) -> Case:
     must_not = [_fact(f, f"{where} must_not[{i}]") for i, f in enumerate(raw.get("must_not", []))]
     if not must:
         raise CaseError(f"{where}: at least one `must` fact")
+    for f in must + must_not:
+        on = f.params.get("on")
+        if on is not None and (f.check != "sql" or on not in ("base", "new") or not (base or base_demo)):
+            raise CaseError(f"{where}: `on` (\"base\" or \"new\") is for sql facts of a case with a baseline")
     return Case(
         id=raw.get("id", path.stem),
         file=path,
@@ -112,6 +141,8 @@ def load_case(path: Path, repo: Path) -> Case:
         rationale=raw["rationale"].strip(),
         must=must,
         must_not=must_not,
+        base=(repo / base) if base else None,
+        base_demo=base_demo,
     )
 
 

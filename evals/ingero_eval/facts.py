@@ -53,11 +53,18 @@ def _culprit_role(outputs: dict[str, Any], p: dict[str, Any]) -> tuple[bool, str
     return lo <= len(hits) <= hi, f"{len(hits)} of {len(culprits)} culprits of {p['cause']} have role {p['role']}, want {lo}..{hi}"
 
 
+def sql_key(params: dict[str, Any]) -> str:
+    """Where a sql fact's `run_sql` result is kept: ``run_sql:<sql>`` on the
+    case's database, ``run_sql@base:<sql>`` on a comparison's baseline."""
+    on = params.get("on", "new")
+    return f"run_sql:{params['sql']}" if on == "new" else f"run_sql@{on}:{params['sql']}"
+
+
 def check(fact: Fact, outputs: dict[str, Any]) -> Verdict:
     """Evaluates `fact` against the tool outputs of one investigation.
 
     `outputs` maps a tool name to its structured result; `run_sql` results
-    are keyed ``run_sql:<sql>``.
+    are keyed by [`sql_key`].
     """
     p = fact.params
     if fact.check == "culprit_role":
@@ -68,8 +75,8 @@ def check(fact: Fact, outputs: dict[str, Any]) -> Verdict:
             return Verdict(False, where, str(e))
         return Verdict(ok, where, detail)
     if fact.check == "sql":
-        key = f"run_sql:{p['sql']}"
-        where = f"run_sql({p['sql']!r}).rows[0][0]"
+        key = sql_key(p)
+        where = f"run_sql({p['sql']!r}{', on the baseline' if p.get('on') == 'base' else ''}).rows[0][0]"
         out, path = outputs.get(key), "rows[0][0]"
     else:
         where = f"{fact.tool}.{p['path']}"

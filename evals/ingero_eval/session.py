@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator
 from mcp import Client, StdioServerParameters
 
 from .cases import Case
+from .facts import sql_key
 from .packed import place
 
 # Capture tools read or change the machine, not a database; they are never
@@ -29,25 +30,33 @@ class SetupError(RuntimeError):
     """The databases or the server could not be prepared."""
 
 
-def place_case(case: Case, binary: str, folder: Path) -> Path:
-    """Puts one case's database into `folder` (a demo scenario is generated
-    there; a packed recording is unpacked) and returns its path. The server is
-    confined to `folder`. A file already there is kept (`--keep` reruns)."""
+def place_case(case: Case, binary: str, folder: Path) -> list[Path]:
+    """Puts one case's databases (its own, and a comparison's baseline) into
+    `folder` (a demo scenario is generated there; a packed recording is
+    unpacked) and returns their paths. The server is confined to `folder`.
+    A file already there is kept (`--keep` reruns)."""
     folder.mkdir(parents=True, exist_ok=True)
-    dest = folder / case.db_name
+    placed = [_place_one(case, case.db, case.demo, case.db_name, binary, folder)]
+    if case.base_name is not None:
+        placed.append(_place_one(case, case.base, case.base_demo, case.base_name, binary, folder))
+    return placed
+
+
+def _place_one(case: Case, db: Path | None, demo: str | None, name: str, binary: str, folder: Path) -> Path:
+    dest = folder / name
     if dest.exists():
         return dest
-    if case.demo:
-        out = subprocess.run([binary, "demo", case.demo, "--db", str(dest)], capture_output=True, text=True, timeout=300)
+    if demo:
+        out = subprocess.run([binary, "demo", demo, "--db", str(dest)], capture_output=True, text=True, timeout=300)
         if out.returncode != 0:
-            raise SetupError(f"ingero demo {case.demo}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
+            raise SetupError(f"ingero demo {demo}: exit {out.returncode}: {out.stderr.strip()[-300:]}")
     else:
-        assert case.db is not None
+        assert db is not None
         try:
-            place(case.db, dest)
+            place(db, dest)
         except OSError as e:
             free = shutil.disk_usage(folder).free // (1 << 20)
-            raise SetupError(f"{case.id}: cannot copy {case.db} into {folder} ({free} MiB free there): {e}") from e
+            raise SetupError(f"{case.id}: cannot copy {db} into {folder} ({free} MiB free there): {e}") from e
     return dest
 
 
@@ -87,9 +96,27 @@ class Investigation:
 
 
 async def investigate_prompt(client: Client, case: Case) -> str:
-    """The `investigate` prompt filled in for this case's database and question."""
-    p = await client.get_prompt("investigate", {"db": case.db_name, "focus": case.question})
+    """The prompt an investigation of this case follows: `investigate` filled
+    in for its database and question, or for a comparison case
+    `compare_runs` with its baseline and its database."""
+    if case.base_name is not None:
+        p = await client.get_prompt("compare_runs", {"baseline": case.base_name, "candidate": case.db_name})
+    else:
+        p = await client.get_prompt("investigate", {"db": case.db_name, "focus": case.question})
     return "\n".join(getattr(m.content, "text", "") for m in p.messages)
+
+
+def tool_args(case: Case, tool: str) -> dict[str, Any]:
+    """The arguments tool mode calls `tool` with for this case: its database
+    and [`EXTRA_ARGS`]; in a comparison case `compare_runs` gets both runs
+    (every table), and `get_causal_chains` the baseline to compare with."""
+    args: dict[str, Any] = {"db": case.db_name, **EXTRA_ARGS.get(tool, {})}
+    if case.base_name is not None:
+        if tool == "compare_runs":
+            return {"base": case.base_name, "new": case.db_name, "detail": "full"}
+        if tool == "get_causal_chains":
+            args["compare_with"] = case.base_name
+    return args
 
 
 def named_tools(prompt: str, available: set[str]) -> list[str]:
@@ -116,13 +143,14 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> tuple[Any, st
 
 async def follow_prompt(client: Client, case: Case, available: set[str]) -> Investigation:
     """Tool mode: gets the prompt and calls, in order, every tool it names
-    (run_sql only with the queries the case's facts ask for)."""
+    (run_sql only with the queries the case's facts ask for, each on the
+    run it names)."""
     prompt = await investigate_prompt(client, case)
     inv = Investigation(prompt, named_tools(prompt, available))
     for tool in inv.steps:
         if tool == "run_sql":
             continue
-        out, err = await call(client, tool, {"db": case.db_name, **EXTRA_ARGS.get(tool, {})})
+        out, err = await call(client, tool, tool_args(case, tool))
         if err is None:
             inv.outputs[tool] = out
         else:
@@ -130,10 +158,11 @@ async def follow_prompt(client: Client, case: Case, available: set[str]) -> Inve
     if "run_sql" in inv.steps:
         for fact in case.must + case.must_not:
             if fact.check == "sql":
-                sql = fact.params["sql"]
-                out, err = await call(client, "run_sql", {"db": case.db_name, "sql": sql})
+                sql, key = fact.params["sql"], sql_key(fact.params)
+                db = case.base_name if fact.params.get("on") == "base" else case.db_name
+                out, err = await call(client, "run_sql", {"db": db, "sql": sql})
                 if err is None:
-                    inv.outputs[f"run_sql:{sql}"] = out
+                    inv.outputs[key] = out
                 else:
-                    inv.errors[f"run_sql:{sql}"] = err
+                    inv.errors[key] = err
     return inv

@@ -655,6 +655,13 @@
   }
 
   header();
+  // A comparison with a baseline run is static HTML before #app (readable
+  // without this script); it belongs under the header.
+  const comparison = document.getElementById('comparison');
+  if (comparison) {
+    app.appendChild(comparison);
+    body.setAttribute('data-comparison', comparison.getAttribute('data-outcome') || '');
+  }
   timelineSection();
   chainsSection();
   idleSection();

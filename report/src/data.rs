@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::histogram::{histograms_of, OpHistogram};
 use ingero_store::{AggSource, DbFormat, HostKind, TraceDb};
 use ingero_tools::chains::{chains_of, CausalChain, ChainReport};
+use ingero_tools::compare::{compare_dbs, Comparison, WindowChoice};
 use ingero_tools::dataset::Dataset;
 use ingero_tools::gpu_activity::{clip, UtilPeriod};
 use ingero_tools::idle::ProcessIdle;
@@ -189,6 +190,10 @@ pub struct ReportData {
     /// when the trace has stack samples; placed after the charts.
     #[serde(skip)]
     pub flame_html: Option<String>,
+    /// The run compared with a baseline ([`ReportData::with_baseline`]),
+    /// drawn as the page's comparison section ([`crate::compare`]).
+    #[serde(skip)]
+    pub comparison: Option<Comparison>,
 }
 
 impl ReportData {
@@ -386,7 +391,21 @@ impl ReportData {
             gpu_note,
             notes,
             flame_html: None,
+            comparison: None,
         }
+    }
+
+    /// Adds the comparison of this run with the baseline `base`: both
+    /// captures explained over `window` (`ingero_tools::compare`), shown at
+    /// the top of the page. `new` is the file this report was loaded from.
+    pub fn with_baseline(
+        mut self,
+        base: &TraceDb,
+        new: &TraceDb,
+        window: WindowChoice,
+    ) -> Result<ReportData> {
+        self.comparison = Some(compare_dbs(base, new, window)?);
+        Ok(self)
     }
 
     /// CUDA spans carried, over every thread.

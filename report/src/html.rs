@@ -25,6 +25,10 @@ pub fn report_html(data: &ReportData) -> Result<String> {
     ));
     page.push_str("<body data-rendered=\"false\">\n");
     page.push_str("<noscript>This report draws its charts with JavaScript; enable it to see them.</noscript>\n");
+    // Static, so it reads without the script; the script moves it under the header.
+    if let Some(c) = &data.comparison {
+        page.push_str(&crate::compare::comparison_section(c));
+    }
     page.push_str("<div id=\"app\"></div>\n");
     if let Some(flame) = &data.flame_html {
         page.push_str(flame);

@@ -416,3 +416,41 @@ fn without_nvml_samples_the_page_says_the_busy_figure_is_a_host_side_bound() {
     assert!(dom.contains("not measured: host-side bound only (no GPU samples)"));
     assert!(dom.contains("GPU idle at least"));
 }
+
+#[test]
+fn a_comparison_with_a_baseline_reads_under_the_header() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = common::seed_db();
+    let data = ReportData::load(&db, &Scope::ALL)
+        .expect("report data")
+        .with_baseline(
+            &common::seed_db(),
+            &db,
+            ingero_tools::compare::WindowChoice::Steady,
+        )
+        .expect("comparison");
+    let path = dir.path().join("report.html");
+    std::fs::write(&path, html::report_html(&data).expect("page")).expect("write page");
+    let url = format!("file://{}", path.display());
+    let (dom, stderr) = headless(&url, &["--dump-dom"], dir.path());
+    let attrs = body_attrs(&dom);
+    assert_eq!(
+        attrs.get("data-rendered").map(String::as_str),
+        Some("true"),
+        "not rendered: {attrs:?}\n{stderr}"
+    );
+    assert_eq!(console_lines(&stderr), Vec::<&str>::new(), "console output");
+    // The seed compared with itself.
+    assert_eq!(
+        attrs.get("data-comparison").map(String::as_str),
+        Some("no_change")
+    );
+    let h1 = dom.find("Why the GPU waited").expect("header");
+    let section = dom.find("id=\"comparison\"").expect("comparison section");
+    let timeline = dom.find("id=\"timeline-svg\"").expect("timeline");
+    assert!(
+        h1 < section && section < timeline,
+        "between header and timeline"
+    );
+    assert!(dom.contains("No change:"));
+}

@@ -236,6 +236,17 @@ async def exercise(c: Client, label: str, binary: str, seed: Path, demo: Path | 
         C.ok(f"{label}: compare_runs matches outputSchema", err is None, err)
         C.ok(f"{label}: compare_runs text leads with the verdict",
              text_of(r).startswith(r.structured_content["verdict"]["sentence"]), text_of(r)[:200])
+        # get_causal_chains with compare_with: the same comparison after the chains.
+        g = await c.call_tool("get_causal_chains", {"db": other.name, "compare_with": seed.name})
+        got = None if g.is_error or g.structured_content is None else g.structured_content.get("comparison")
+        C.ok(f"{label}: get_causal_chains compare_with carries compare_runs' comparison",
+             got == r.structured_content, text_of(g)[:300])
+        if got is not None:
+            err = validate(schemas["get_causal_chains"], g.structured_content)
+            C.ok(f"{label}: get_causal_chains with compare_with matches outputSchema", err is None, err)
+            C.ok(f"{label}: get_causal_chains with compare_with ends with the verdict",
+                 r.structured_content["verdict"]["sentence"] in text_of(g).split("Compared with the baseline", 1)[-1],
+                 text_of(g)[-300:])
 
     # Every analysis tool on every database, against the CLI on the same file.
     dbs = [seed] + ([demo] if demo else [])

@@ -6,6 +6,7 @@ use super::readable;
 use super::server::{failure, structured, IngeroMcp};
 use ingero_store::{parse_duration_ns, TimeWindow};
 use ingero_tools::chains::causal_chains;
+use ingero_tools::compare::WindowChoice;
 use ingero_tools::events::{query_events, EventPage, EventQuery};
 use ingero_tools::explain::{explain, Report};
 use ingero_tools::processes::{per_process, ProcessBreakdown};
@@ -86,6 +87,8 @@ pub struct ChainsArgs {
     pub scope: ScopeArgs,
     /// "brief" (default) or "full" (every finding's evidence, rule checks, statistics).
     pub detail: Option<Detail>,
+    /// A baseline database: also say how this run compares with it (as compare_runs).
+    pub compare_with: Option<String>,
 }
 
 /// Arguments of `get_timeline`.
@@ -415,23 +418,41 @@ impl IngeroMcp {
         let window = scope.window;
         let detail = args.detail.unwrap_or_default();
         let key = args.scope.cache_key(&format!("{detail:?}"));
-        self.analyse(
-            "get_causal_chains",
-            key,
-            args.scope.db.as_deref(),
-            &ctx,
-            window,
-            move |db| causal_chains(db, &scope.scope(db)?).map(|r| ChainsView::new(r, detail)),
-            Shape {
-                json: |v: &ChainsView| {
-                    let mut j = v.to_value()?;
-                    readable::annotate(&mut j);
-                    Ok(j)
+        let mut result = self
+            .analyse(
+                "get_causal_chains",
+                key,
+                args.scope.db.as_deref(),
+                &ctx,
+                window,
+                move |db| causal_chains(db, &scope.scope(db)?).map(|r| ChainsView::new(r, detail)),
+                Shape {
+                    json: |v: &ChainsView| {
+                        let mut j = v.to_value()?;
+                        readable::annotate(&mut j);
+                        Ok(j)
+                    },
+                    text: ChainsView::text,
                 },
-                text: ChainsView::text,
-            },
-        )
-        .await
+            )
+            .await?;
+        let base = args.compare_with.as_deref().map(str::trim);
+        let Some(base) = base.filter(|b| !b.is_empty() && result.is_error != Some(true)) else {
+            return Ok(result);
+        };
+        // The comparison reads each run's steady phase, as compare_runs does
+        // by default, whatever window the chains above were asked for.
+        let new = args.scope.db.as_deref();
+        match self
+            .compare_pair(base, new, WindowChoice::Steady, &ctx, "get_causal_chains")
+            .await?
+        {
+            Ok(c) => {
+                super::chains_compare::append(&mut result, &c, base)?;
+                Ok(result)
+            }
+            Err(failed) => Ok(super::chains_compare::refused(failed)),
+        }
     }
 
     /// Per process: CUDA calls and time, host events, off-CPU time: who waits, who works.

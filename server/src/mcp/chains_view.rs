@@ -8,6 +8,7 @@
 //! top finding; `full` is the whole report.
 
 use ingero_tools::chains::{CausalChain, ChainReport};
+use ingero_tools::compare::Comparison;
 use ingero_tools::format::{ns, pct};
 use ingero_tools::gpu_activity::BusySource;
 use ingero_tools::idle::ProcessIdle;
@@ -47,6 +48,11 @@ pub struct ChainsView {
     /// The report.
     #[serde(flatten)]
     pub report: ChainReport,
+    /// How this run compares with the baseline named by `compare_with`
+    /// (what `compare_runs` answers); absent when none was named. The tool
+    /// adds it after the chain report, which is cached on its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
 }
 
 /// Fields of each `gpu_idle` item that `brief` keeps.
@@ -123,6 +129,7 @@ impl ChainsView {
             detail,
             left_out,
             report,
+            comparison: None,
         }
     }
 

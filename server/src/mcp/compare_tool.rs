@@ -53,31 +53,13 @@ impl IngeroMcp {
             }
         };
         let window = args.window.unwrap_or_default();
-        let mut sides = Vec::with_capacity(2);
-        for name in [&args.base, &args.new] {
-            let pool = match self.pick_db(Some(name)) {
-                Ok(p) => p,
-                Err(result) => return Ok(result),
-            };
-            let side: Side = match self
-                .run_on(pool, &ctx, "compare_runs", move |db| -> Side {
-                    let report = explain(db, &compare::window::scope_for(db, window)?)?;
-                    Ok((report, compare::processes::commands_of(db)))
-                })
-                .await
-            {
-                Ok(side) => side,
-                Err(result) => return Ok(result),
-            };
-            match side {
-                Ok(side) => sides.push(side),
-                Err(e) => return Ok(failure(format!("{name}: {e}"))),
-            }
-        }
-        let (Some((rn, cn)), Some((rb, cb))) = (sides.pop(), sides.pop()) else {
-            return Err(ErrorData::internal_error("two runs expected", None));
+        let comparison = match self
+            .compare_pair(&args.base, Some(&args.new), window, &ctx, "compare_runs")
+            .await?
+        {
+            Ok(c) => c,
+            Err(result) => return Ok(result),
         };
-        let comparison = compare::compare(&rb, &rn, (&cb, &cn), window);
         let mut json = serde_json::to_value(&comparison).map_err(|e| {
             ErrorData::internal_error(format!("cannot serialise result: {e}"), None)
         })?;
@@ -88,5 +70,50 @@ impl IngeroMcp {
             text::brief(&comparison)
         };
         structured(&json, text)
+    }
+}
+
+impl IngeroMcp {
+    /// Explains `base` and `new` (a database name; the session's current
+    /// database when `None`) over `window` and compares them: what
+    /// `compare_runs` answers and `get_causal_chains` appends when given
+    /// `compare_with`. A database that cannot be read comes back as the
+    /// tool result to return, naming it.
+    pub(crate) async fn compare_pair(
+        &self,
+        base: &str,
+        new: Option<&str>,
+        window: WindowChoice,
+        ctx: &RequestContext<RoleServer>,
+        tool: &str,
+    ) -> Result<Result<Comparison, CallToolResult>, ErrorData> {
+        let mut sides = Vec::with_capacity(2);
+        for name in [Some(base), new] {
+            let pool = match self.pick_db(name) {
+                Ok(p) => p,
+                Err(result) => return Ok(Err(result)),
+            };
+            let side: Side = match self
+                .run_on(pool, ctx, tool, move |db| -> Side {
+                    let report = explain(db, &compare::window::scope_for(db, window)?)?;
+                    Ok((report, compare::processes::commands_of(db)))
+                })
+                .await
+            {
+                Ok(side) => side,
+                Err(result) => return Ok(Err(result)),
+            };
+            match side {
+                Ok(side) => sides.push(side),
+                Err(e) => {
+                    let name = name.unwrap_or("the current database");
+                    return Ok(Err(failure(format!("{name}: {e}"))));
+                }
+            }
+        }
+        let (Some((rn, cn)), Some((rb, cb))) = (sides.pop(), sides.pop()) else {
+            return Err(ErrorData::internal_error("two runs expected", None));
+        };
+        Ok(Ok(compare::compare(&rb, &rn, (&cb, &cn), window)))
     }
 }

@@ -10,6 +10,7 @@ pub mod bundled;
 mod cache;
 pub mod capture;
 mod capture_tools;
+mod chains_compare;
 mod chains_view;
 mod compare_tool;
 mod completion;

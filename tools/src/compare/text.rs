@@ -41,6 +41,12 @@ fn plain(v: f64) -> String {
 
 /// The brief answer: verdict, runs, idle share and the findings.
 pub fn brief(c: &Comparison) -> String {
+    brief_top(c, LISTED)
+}
+
+/// The brief answer listing at most `findings` findings (the largest): what
+/// another tool's answer appends when asked to compare.
+pub fn brief_top(c: &Comparison, findings: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", c.verdict.sentence);
     let _ = writeln!(
@@ -78,13 +84,20 @@ pub fn brief(c: &Comparison) -> String {
         "\n{:<40} {:>12} {:>12}  status",
         "finding (share of loop time)", "base", "new"
     );
-    for f in c.findings.iter().take(LISTED) {
+    for f in c.findings.iter().take(findings) {
         let _ = writeln!(
             s,
             "{:<40} {}  {}",
             f.label(),
             row(&f.per_loop_s, &share),
             f.presence.label()
+        );
+    }
+    if c.findings.len() > findings {
+        let _ = writeln!(
+            s,
+            "({} more findings, each explaining less)",
+            c.findings.len() - findings
         );
     }
     s
