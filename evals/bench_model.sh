@@ -8,7 +8,8 @@
 # Environment: LOCALMODEL (folder with serve.py, toolproxy.py and the chat
 # template; default ../shared/localmodel), N_CTX (context window, default
 # 8192), INGERO_BIN (default target/release/ingero), CASES (default the six
-# below), PORT (model server; the tool-call proxy listens on PORT+1).
+# below), PORT (model server; the tool-call proxy listens on PORT+1), EVAL_ARGS
+# (more run.py arguments, e.g. "--timeout 900 --case-budget 2400" on a busy machine).
 # Writes OUT_DIR/model.json (every transcript) and prints the results table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,4 +35,4 @@ done
 args=()
 for c in $CASES; do args+=(--case "$c"); done
 INGERO_EVAL_OPENAI_BASE_URL="http://127.0.0.1:$((PORT + 1))/v1" INGERO_EVAL_MODEL=local \
-  .venv/bin/python evals/run.py --bin "$BIN" --mode model "${args[@]}" --json "$OUT/model.json"
+  .venv/bin/python evals/run.py --bin "$BIN" --mode model "${args[@]}" ${EVAL_ARGS:-} --json "$OUT/model.json"

@@ -200,7 +200,7 @@ impl ChainsView {
                             "{}. [{}] {} ({}): {share}",
                             i + 1,
                             c.severity.label(),
-                            c.cause.name(),
+                            finding_name(c),
                             c.id
                         );
                         continue;
@@ -210,7 +210,7 @@ impl ChainsView {
                         "{}. [{}] {} ({}): {share}; {}; +{:.1}s..+{:.1}s",
                         i + 1,
                         c.severity.label(),
-                        c.cause.name(),
+                        finding_name(c),
                         c.id,
                         pids_text(&c.culprit_pids),
                         c.start_offset_s,
@@ -325,12 +325,22 @@ pub fn headline(r: &ChainReport) -> String {
                 s,
                 " Top finding of {}: {} (explains {} of the idle time in the loop).",
                 r.chains.len(),
-                top.cause.name(),
+                finding_name(top),
                 pct(top.explained_share)
             );
         }
     }
     s
+}
+
+/// A finding's name as a reader quotes it: the cause, and for a finding
+/// named by its code the idle part it explains (`idle_code
+/// (off_cpu_blocked)`), which the bare cause name does not say.
+fn finding_name(c: &CausalChain) -> String {
+    match &c.part {
+        Some(part) => format!("{} ({part})", c.cause.name()),
+        None => c.cause.name().to_string(),
+    }
 }
 
 /// `text` cut at a word boundary before `max` characters, the cut marked.

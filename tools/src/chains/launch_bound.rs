@@ -55,7 +55,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let busy = BusyFigure::of_idle(idle);
     let geometry = if geometry_known {
         format!(
-            ", {} of them with at most 65,536 threads",
+            ", {} of them small (at most 65,536 threads)",
             format::pct(small_share)
         )
     } else {
