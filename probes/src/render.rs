@@ -100,6 +100,17 @@ pub fn table(s: &CaptureStatus) -> String {
 
 /// The final report printed when a capture ends.
 pub fn summary(s: &CaptureSummary) -> String {
+    summary_lines(s, false)
+}
+
+/// The final report for a terminal that already showed each capture warning
+/// as it was raised (`ingero trace` logs them on stderr): those warnings are
+/// counted, not repeated; losses, known only at the end, are listed.
+pub fn summary_after_log(s: &CaptureSummary) -> String {
+    summary_lines(s, true)
+}
+
+fn summary_lines(s: &CaptureSummary, warnings_logged: bool) -> String {
     let mut out = table(&s.status);
     let fallback = match s.reason {
         StopReason::Requested => "stopped on request",
@@ -132,8 +143,20 @@ pub fn summary(s: &CaptureSummary) -> String {
     if let Some(line) = launch_levels_line(&s.status) {
         let _ = writeln!(out, "{line}");
     }
-    for line in warning_lines(&s.status) {
-        let _ = writeln!(out, "warning: {line}");
+    if warnings_logged && !s.status.warnings.is_empty() {
+        let kept = s.status.warnings.len() as u64 + s.status.warnings_omitted;
+        let _ = writeln!(
+            out,
+            "warnings: {} raised during the capture, shown above as they happened (`--json` lists them)",
+            count(kept)
+        );
+        for line in loss_lines(&s.status) {
+            let _ = writeln!(out, "warning: {line}");
+        }
+    } else {
+        for line in warning_lines(&s.status) {
+            let _ = writeln!(out, "warning: {line}");
+        }
     }
     if let Some(e) = &s.status.error {
         let _ = writeln!(out, "error: {e}");
@@ -490,6 +513,23 @@ mod tests {
         assert!(lines[3].contains("2 records could not be decoded"), "{s}");
         // The table itself stays free of them (they are printed once, here).
         assert!(!table(&sum.status).contains("not probed"));
+        // After a log that showed them live, they are counted, not repeated;
+        // the losses, known only now, are still listed.
+        let after = summary_after_log(&sum);
+        assert!(!after.contains("not probed"), "{after}");
+        assert!(
+            after.contains("warnings: 5 raised during the capture"),
+            "{after}"
+        );
+        let loss: Vec<&str> = after
+            .lines()
+            .filter(|l| l.starts_with("warning: "))
+            .collect();
+        assert_eq!(loss.len(), 1, "{after}");
+        assert!(
+            loss[0].contains("2 records could not be decoded"),
+            "{after}"
+        );
         // The JSON form carries them typed.
         let json = serde_json::to_value(&sum).expect("json");
         let w = &json["status"]["warnings"];

@@ -217,10 +217,11 @@ pub fn chain_text(c: &CausalChain) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "  [{}] {} ({}, score {:.0}, +{:.1}s..+{:.1}s)",
+        "  [{}] {} ({}, explains {} of the loop's idle time, evidence strength {:.0}/100, +{:.1}s..+{:.1}s)",
         c.severity.label(),
         c.summary,
         c.cause.name(),
+        crate::format::pct(c.explained_share),
         c.score,
         c.start_offset_s,
         c.end_offset_s

@@ -227,6 +227,15 @@ fn export_folded(db: &TraceDb, scope: Scope, args: &Args, out: Option<PathBuf>) 
         ..StackQuery::default()
     };
     let text = folded(db, &query)?;
+    if text.is_empty() {
+        // Nothing to fold: an empty file would only puzzle a flame-graph
+        // tool; say what the file holds instead.
+        return Err(crate::exit::BadArgument(format!(
+            "no stack samples match this export, so nothing was written; {}",
+            stacks_held(db)
+        ))
+        .into());
+    }
     match out {
         Some(path) => {
             let mut file = ingero_store::safe_open::create_output(&path)?;
@@ -245,4 +254,38 @@ fn export_folded(db: &TraceDb, scope: Scope, args: &Args, out: Option<PathBuf>) 
         }
     }
     Ok(())
+}
+
+/// What stack samples `db` holds, by kind, in words (what a folded export
+/// could draw from, or how to record them).
+fn stacks_held(db: &TraceDb) -> String {
+    let counts: Vec<(i64, i64)> = db
+        .conn()
+        .prepare("SELECT kind, COUNT(*) FROM stack_samples GROUP BY kind ORDER BY kind")
+        .and_then(|mut st| {
+            st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default();
+    if counts.is_empty() {
+        return "the file holds no stack samples at all (recorded without stacks: `ingero trace` \
+                records them by default unless --stack-hz 0 or --no-offcpu-stacks is given; \
+                `ingero check` says whether this machine can take them)"
+            .to_string();
+    }
+    let names = |k: i64| match k {
+        1 => "on_cpu",
+        2 => "off_cpu",
+        3 => "python",
+        4 => "call_site",
+        _ => "other",
+    };
+    let held: Vec<String> = counts
+        .iter()
+        .map(|&(k, n)| format!("{} {}", ingero_tools::format::count(n), names(k)))
+        .collect();
+    format!(
+        "the file holds {} samples: widen --since/--until, or pick --stacks, --tid or --category to match them",
+        held.join(", ")
+    )
 }

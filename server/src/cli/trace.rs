@@ -266,7 +266,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let text = if args.json {
         format!("{}\n", serde_json::to_string_pretty(&summary)?)
     } else {
-        render::summary(&summary)
+        // The capture's warnings went to stderr as they were raised.
+        render::summary_after_log(&summary)
     };
     // stdout may sit on the very disk that filled: say so, never panic.
     let printed = std::io::stdout()

@@ -323,10 +323,9 @@ pub fn headline(r: &ChainReport) -> String {
         Some(top) => {
             let _ = write!(
                 s,
-                " Top finding of {}: {} (explains {} of the idle time in the loop).",
+                " {} finding(s) below, ranked by the idle time they explain; the first is {}.",
                 r.chains.len(),
-                finding_name(top),
-                pct(top.explained_share)
+                finding_name(top)
             );
         }
     }
@@ -466,7 +465,7 @@ fn evidence_line(c: &CausalChain) -> String {
             format!(
                 "{} {}",
                 e.label,
-                super::readable::evidence_text(e.value, &e.unit)
+                super::readable::evidence_text(e.value, e.unit)
             )
         })
         .collect();

@@ -83,7 +83,8 @@ fn companion(
     idle_ns: Option<i64>,
 ) -> Option<(String, String)> {
     if key == "value" {
-        let unit = map.get("unit")?.as_str()?;
+        let unit: ingero_tools::finding::Unit =
+            serde_json::from_value(map.get("unit")?.clone()).ok()?;
         let x = v.as_f64()?;
         return Some(("value_text".into(), evidence_text(x, unit)));
     }
@@ -134,16 +135,8 @@ fn free_name(keys: &[String], want: &str, raw: &str) -> String {
 }
 
 /// An evidence value in its unit, as a person would write it.
-pub(crate) fn evidence_text(x: f64, unit: &str) -> String {
-    match unit {
-        "ns" => format::ns(x.round() as i64),
-        "percent" => format!("{x:.1}%"),
-        "bytes" => format::bytes(x.round() as i64),
-        "bytes/s" => format!("{:.1} GB/s", x / 1e9),
-        "count" => format::count(x.round() as i64),
-        "ratio" => format!("{x:.2}x"),
-        other => format!("{x} {other}"),
-    }
+pub(crate) fn evidence_text(x: f64, unit: ingero_tools::finding::Unit) -> String {
+    unit.readable(x)
 }
 
 /// `schema_for_output::<T>()` with the readable companions declared.

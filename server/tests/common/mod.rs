@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Builds `tests/standin` into `out` with make and returns the workload path.
+#[allow(dead_code)]
 pub fn build_standins(out: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/standin");
     let status = Command::new("make")

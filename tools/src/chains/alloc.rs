@@ -5,6 +5,7 @@
 use super::build::{chain, impact_points};
 use super::context::Context;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use ingero_store::OpClass;
 
@@ -128,7 +129,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     );
     let steps = vec![
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} allocations >= 10x median in {} episodes {period_text} (interval variation {:.0}%)",
                 late.len(),
@@ -137,7 +138,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "allocation calls take {} of CUDA API time",
                 format::pct(alloc_time as f64 / api as f64)
@@ -145,17 +146,32 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ),
     ];
     let evidence = vec![
-        Evidence::new("slow_allocations", late.len() as f64, "count", "raw rows"),
-        Evidence::new("episodes", episodes.len() as f64, "count", "raw rows"),
-        Evidence::new("sync_stall_after_episodes", stall as f64, "ns", "raw rows"),
-        Evidence::new("mean_interval", mean_gap, "ns", "raw rows"),
-        Evidence::new("interval_variation", cv * 100.0, "percent", "raw rows"),
-        Evidence::new("worst_ratio_to_median", worst_ratio, "ratio", "raw rows"),
-        Evidence::new("excess_time", excess as f64, "ns", "raw rows"),
+        Evidence::new(
+            "slow_allocations",
+            late.len() as f64,
+            Unit::Count,
+            "raw rows",
+        ),
+        Evidence::new("episodes", episodes.len() as f64, Unit::Count, "raw rows"),
+        Evidence::new(
+            "sync_stall_after_episodes",
+            stall as f64,
+            Unit::Ns,
+            "raw rows",
+        ),
+        Evidence::new("mean_interval", mean_gap, Unit::Ns, "raw rows"),
+        Evidence::new("interval_variation", cv * 100.0, Unit::Percent, "raw rows"),
+        Evidence::new(
+            "worst_ratio_to_median",
+            worst_ratio,
+            Unit::Ratio,
+            "raw rows",
+        ),
+        Evidence::new("excess_time", excess as f64, Unit::Ns, "raw rows"),
         Evidence::new(
             "alloc_share_of_cuda_time",
             alloc_time as f64 * 100.0 / api as f64,
-            "percent",
+            Unit::Percent,
             "raw rows",
         ),
     ];

@@ -11,6 +11,7 @@ use super::build::chain;
 use super::context::Context;
 use super::measured::busy_over;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use crate::waits::WaitReason;
 use std::collections::BTreeMap;
@@ -97,7 +98,7 @@ pub fn detect(ctx: &Context) -> Vec<CausalChain> {
         );
         let steps = vec![
             step(
-                "HOST",
+                Layer::Host,
                 format!(
                     "{} off-CPU stacks of thread {tid}: {} of {} blocked time {}",
                     format::count(n),
@@ -106,21 +107,21 @@ pub fn detect(ctx: &Context) -> Vec<CausalChain> {
                     reason.words()
                 ),
             ),
-            step("GPU", busy.text()),
+            step(Layer::Gpu, busy.text()),
         ];
         let evidence = vec![
-            Evidence::new("blocked_time", ns as f64, "ns", "off-CPU stack samples"),
-            Evidence::new("waits", n as f64, "count", "off-CPU stack samples"),
+            Evidence::new("blocked_time", ns as f64, Unit::Ns, "off-CPU stack samples"),
+            Evidence::new("waits", n as f64, Unit::Count, "off-CPU stack samples"),
             Evidence::new(
                 "share_of_idle",
                 share * 100.0,
-                "percent",
+                Unit::Percent,
                 "off-CPU stack samples and activity spans",
             ),
             Evidence::new(
                 "all_blocked_time",
                 total_blocked as f64,
-                "ns",
+                Unit::Ns,
                 "off-CPU stack samples",
             ),
         ];

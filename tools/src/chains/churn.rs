@@ -11,6 +11,7 @@ use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use ingero_store::AggSource;
 use ingero_store::OpClass;
@@ -94,7 +95,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     );
     let mut steps = vec![
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} allocation/free calls, {:.0}/s, present in {with_alloc} of {active} seconds with CUDA calls",
                 format::count(calls),
@@ -102,7 +103,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "{} inside them ({} of the lifetime); {} of it while the GPU idled",
                 format::ns(ns),
@@ -110,30 +111,30 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
                 format::ns(c.in_alloc_free_ns)
             ),
         ),
-        step("GPU", busy.text()),
+        step(Layer::Gpu, busy.text()),
     ];
     if busy.is_measured() && busy.share() > 0.5 && time_share > 0.5 {
         steps.push(step(
-            "GPU",
+            Layer::Gpu,
             "NVML counts any work on the device as SM busy, the driver's own work for fresh allocations included: the share of it that is this process's kernels is not measured".to_string(),
         ));
     }
     let evidence = vec![
-        Evidence::new("alloc_free_calls", calls as f64, "count", "aggregates"),
-        Evidence::new("alloc_free_per_s", rate, "count/s", "aggregates"),
-        Evidence::new("alloc_free_time", ns as f64, "ns", "aggregates"),
-        Evidence::new("allocated_bytes", bytes as f64, "bytes", "aggregates"),
+        Evidence::new("alloc_free_calls", calls as f64, Unit::Count, "aggregates"),
+        Evidence::new("alloc_free_per_s", rate, Unit::CountPerSec, "aggregates"),
+        Evidence::new("alloc_free_time", ns as f64, Unit::Ns, "aggregates"),
+        Evidence::new("allocated_bytes", bytes as f64, Unit::Bytes, "aggregates"),
         Evidence::new(
             "seconds_with_alloc",
             with_alloc as f64,
-            "count",
+            Unit::Count,
             "aggregates",
         ),
-        Evidence::new("active_seconds", active as f64, "count", "aggregates"),
+        Evidence::new("active_seconds", active as f64, Unit::Count, "aggregates"),
         Evidence::new(
             "idle_inside_alloc_free",
             c.in_alloc_free_ns as f64,
-            "ns",
+            Unit::Ns,
             "activity spans",
         ),
     ];

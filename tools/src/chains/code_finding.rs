@@ -16,6 +16,7 @@
 use super::context::Context;
 use crate::code::{CodeShare, PartCode};
 use crate::finding::{CausalChain, Cause, ChainStep, Evidence, Severity};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use crate::idle::ProcessIdle;
 use crate::idle_split::parts::{by_key, PARTS};
@@ -147,17 +148,21 @@ fn state_only(
             words
         ),
         root_cause: format!(
-            "No mechanism's evidence covers this time, and no code can be named: {why}. The idle \
-             split measures the state ({part_label}) from the thread's context switches and CUDA \
-             calls; which function the thread was in is unknown."
+            "GPU thread {} was {words} for {} ({} of the loop's idle time; part {key}), and no \
+             mechanism's evidence covers it; no code can be named: {why}. The idle split measures \
+             the state ({part_label}) from the thread's context switches and CUDA calls; which \
+             function the thread was in is unknown.",
+            idle.gpu_thread,
+            format::ns(left),
+            format::pct(share)
         ),
         steps: vec![
             ChainStep {
-                layer: "HOST".to_string(),
+                layer: Layer::Host,
                 detail: format!("GPU thread {} {} for {}", idle.gpu_thread, words, format::ns(left)),
             },
             ChainStep {
-                layer: "GPU".to_string(),
+                layer: Layer::Gpu,
                 detail: format!(
                     "idle {} of the {} the loop left it idle",
                     format::ns(left),
@@ -168,7 +173,7 @@ fn state_only(
         evidence: vec![Evidence::new(
             "unclaimed_time",
             left as f64,
-            "ns",
+            Unit::Ns,
             "idle split less other findings",
         )],
         affected_ops: Vec::new(),
@@ -221,15 +226,20 @@ fn finding(
         .map(|v| format!(" Per step the loop also makes {}.", v.join(", ")))
         .unwrap_or_default();
     let root_cause = format!(
-        "No mechanism's evidence covers this time; the stacks show where it went: {}. {} of this \
-         part had a stack to read ({}).{per_step}",
+        "GPU thread {} was {words} for {} ({} of the loop's idle time; part {}), and no \
+         mechanism's evidence covers it; the stacks show where it went: {}. {} of this part had a \
+         stack to read ({}).{per_step}",
+        idle.gpu_thread,
+        format::ns(left),
+        format::pct(left as f64 / loop_idle.max(1) as f64),
+        part.key,
         listing.join("; "),
         format::pct(part.coverage),
         part.basis
     );
     let steps = vec![
         ChainStep {
-            layer: "CODE".to_string(),
+            layer: Layer::Code,
             detail: format!(
                 "{} ({} of this part)",
                 top.text,
@@ -237,7 +247,7 @@ fn finding(
             ),
         },
         ChainStep {
-            layer: "HOST".to_string(),
+            layer: Layer::Host,
             detail: format!(
                 "GPU thread {} {} for {}",
                 idle.gpu_thread,
@@ -246,7 +256,7 @@ fn finding(
             ),
         },
         ChainStep {
-            layer: "GPU".to_string(),
+            layer: Layer::Gpu,
             detail: format!(
                 "idle {} of the {} the loop left it idle",
                 format::ns(left),
@@ -258,19 +268,19 @@ fn finding(
         Evidence::new(
             "part_idle_time",
             part.idle_ns as f64,
-            "ns",
+            Unit::Ns,
             "idle split by thread state",
         ),
         Evidence::new(
             "unclaimed_time",
             left as f64,
-            "ns",
+            Unit::Ns,
             "idle split less other findings",
         ),
         Evidence::new(
             "stack_coverage",
             part.coverage,
-            "ratio",
+            Unit::Ratio,
             "stack samples inside the part",
         ),
     ];
@@ -278,7 +288,7 @@ fn finding(
         evidence.push(Evidence::new(
             format!("code_{}_time", i + 1),
             c.idle_ns as f64,
-            "ns",
+            Unit::Ns,
             "stack samples inside the part",
         ));
     }

@@ -17,6 +17,7 @@ use super::build::{chain, impact_points};
 use super::context::Context;
 use super::measured::BusyFigure;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use crate::intervals::{total, union};
 use crate::pyframes::PyActivity;
@@ -133,10 +134,10 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         "Compilation stall: {main} spends about {} compiling while its GPU idles ({seen}); each new shape or graph break compiles again unless it is warmed up or cached.",
         format::ns(compile_ns)
     );
-    let mut steps = vec![step("GPU", busy.text())];
+    let mut steps = vec![step(Layer::Gpu, busy.text())];
     if frames_say {
         steps.push(step(
-            "HOST",
+            Layer::Host,
             format!(
                 "GPU thread {}: {compile_samples} of its {all_samples} Python samples inside compilation frames",
                 idle.gpu_thread
@@ -145,7 +146,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     }
     if !kids.is_empty() {
         steps.push(step(
-            "SYSTEM",
+            Layer::System,
             format!(
                 "{} compiler process(es) of {main}: {kids_text}; together alive {}",
                 kids.len(),
@@ -157,37 +158,37 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         Evidence::new(
             "compile_time",
             compile_ns as f64,
-            "ns",
+            Unit::Ns,
             "stack samples and processes",
         ),
         Evidence::new(
             "compile_samples",
             compile_samples as f64,
-            "count",
+            Unit::Count,
             "Python stack samples (GPU thread)",
         ),
         Evidence::new(
             "python_samples",
             all_samples as f64,
-            "count",
+            Unit::Count,
             "Python stack samples (GPU thread)",
         ),
         Evidence::new(
             "compiler_processes",
             kids.len() as f64,
-            "count",
+            Unit::Count,
             "processes table",
         ),
         Evidence::new(
             "compiler_process_time",
             covered as f64,
-            "ns",
+            Unit::Ns,
             "processes table (union of lifetimes)",
         ),
         Evidence::new(
             "gpu_idle_share",
             idle.idle_share * 100.0,
-            "percent",
+            Unit::Percent,
             busy.source_label(),
         ),
     ];
@@ -195,7 +196,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         evidence.push(Evidence::new(
             "compile_sampled_time",
             sampled_ns as f64,
-            "ns",
+            Unit::Ns,
             "Python stack samples x sampling period",
         ));
     }

@@ -14,6 +14,7 @@ mod text;
 
 use super::build::{chain, impact_points};
 use super::context::Context;
+use crate::finding::Unit;
 use crate::finding::{CausalChain, Evidence};
 use contenders::{Blame, Contenders};
 use ingero_store::HostKind;
@@ -64,7 +65,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     evidence.push(Evidence::new(
         "slowed_call_time",
         slowed as f64,
-        "ns",
+        Unit::Ns,
         "raw rows: calls above their median while the CPU was saturated",
     ));
     let excess = excess_idle_while_saturated(ctx);
@@ -72,14 +73,14 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         evidence.push(Evidence::new(
             "excess_idle_while_saturated",
             x as f64,
-            "ns",
+            Unit::Ns,
             "idle pieces: GPU idle while saturated beyond the unsaturated rate of the same loop",
         ));
     }
     evidence.push(Evidence::new(
         "contention_time",
         (preempted + slowed).max(excess.unwrap_or(0)) as f64,
-        "ns",
+        Unit::Ns,
         "idle split (preempted), raw rows (slowed calls), idle pieces (excess while saturated)",
     ));
     Some(chain(

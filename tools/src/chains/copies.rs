@@ -4,6 +4,7 @@
 use super::build::{chain, impact_points};
 use super::context::Context;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use ingero_store::OpClass;
 
@@ -100,8 +101,17 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ds.op_class(c.op_id) == OpClass::Copy && !c.nested && c.bytes >= BIG_COPY_BYTES
     }));
     let gbps = median_bw / 1e9;
+    let contrast = at_once_median
+        .map(|m| {
+            format!(
+                "; {} other large asynchronous copies returned at once (median {}): pinned source",
+                at_once.len(),
+                format::ns(m)
+            )
+        })
+        .unwrap_or_default();
     let summary = format!(
-        "{} large copies ({}) at {gbps:.1} GB/s median <- pageable host memory{}",
+        "{} large copies ({}) at {gbps:.1} GB/s median <- pageable host memory{}{contrast}",
         big.len(),
         format::bytes(bytes),
         if pinned_calls == 0 {
@@ -118,14 +128,14 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     );
     let mut steps = vec![
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "{} calls to cudaMallocHost/cudaHostAlloc in {main}",
                 format::count(pinned_calls)
             ),
         ),
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} copies >= 1 MiB: {} in {}, median {gbps:.1} GB/s ({} of CUDA API time)",
                 big.len(),
@@ -137,7 +147,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     ];
     if let Some(m) = at_once_median {
         steps.push(step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} other large asynchronous copies in the same process returned at once (median {}): pinned source, transfer overlapped",
                 at_once.len(),
@@ -146,35 +156,40 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ));
     }
     let mut evidence = vec![
-        Evidence::new("large_copies", big.len() as f64, "count", "raw rows"),
-        Evidence::new("large_copy_bytes", bytes as f64, "bytes", "raw rows"),
-        Evidence::new("large_copy_time", time as f64, "ns", "raw rows"),
-        Evidence::new("median_copy_bandwidth", median_bw, "bytes/s", "raw rows"),
+        Evidence::new("large_copies", big.len() as f64, Unit::Count, "raw rows"),
+        Evidence::new("large_copy_bytes", bytes as f64, Unit::Bytes, "raw rows"),
+        Evidence::new("large_copy_time", time as f64, Unit::Ns, "raw rows"),
+        Evidence::new(
+            "median_copy_bandwidth",
+            median_bw,
+            Unit::BytesPerSec,
+            "raw rows",
+        ),
         Evidence::new(
             "copy_share_of_cuda_time",
             share * 100.0,
-            "percent",
+            Unit::Percent,
             "raw rows",
         ),
         Evidence::new(
             "pinned_alloc_calls",
             pinned_calls as f64,
-            "count",
+            Unit::Count,
             "raw rows",
         ),
-        Evidence::new("excess_over_pinned", excess, "ns", "raw rows"),
+        Evidence::new("excess_over_pinned", excess, Unit::Ns, "raw rows"),
     ];
     if let Some(m) = at_once_median {
         evidence.push(Evidence::new(
             "async_copies_returned_at_once",
             at_once.len() as f64,
-            "count",
+            Unit::Count,
             "raw rows",
         ));
         evidence.push(Evidence::new(
             "async_copy_at_once_median",
             m as f64,
-            "ns",
+            Unit::Ns,
             "raw rows",
         ));
     }

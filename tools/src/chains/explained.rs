@@ -55,7 +55,9 @@ pub fn claims(cause: Cause) -> &'static [State] {
         Cause::AllocationSpike | Cause::AllocatorChurn => &[ALLOC_FREE],
         Cause::ColdStart => &[LAUNCH, ALLOC_FREE, OTHER_CUDA],
         Cause::LaunchBound => &[LAUNCH, BETWEEN],
-        Cause::SyncInLoop => &[LAUNCH, BETWEEN, COMPUTE, SYNC],
+        // The wait itself (inside the synchronisation, or inside the small
+        // copy back that blocks like one), then the refill after it.
+        Cause::SyncInLoop => &[SYNC, COPIES, BETWEEN, COMPUTE, LAUNCH],
         Cause::LongBlock => &[BLOCKED, UNKNOWN, WORKERS],
         Cause::GilContention
         | Cause::BlockingIo
@@ -290,13 +292,16 @@ fn rank_key(c: &CausalChain, idle: &ProcessIdle) -> f64 {
     }
 }
 
-/// Severity from the share of the process's lifetime the finding explains
-/// (a GPU-bound finding: from the busy share).
+/// Severity from the same quantity the ranking uses ([`rank_key`]), as a
+/// share of the loop's idle time (the whole every finding's share is of), so
+/// a finding never sits above another of higher severity: a GPU-bound
+/// verdict from the busy share.
 fn severity(c: &CausalChain, idle: &ProcessIdle) -> Severity {
     let share = if c.cause == Cause::GpuBound {
         1.0 - idle.idle_share
     } else {
-        c.explained_ns.max(step_time(c)) as f64 / idle.span_ns.max(1) as f64
+        let whole = idle.loop_idle_ns().max(1) as f64;
+        (rank_key(c, idle) / whole).min(1.0)
     };
     if share >= 0.25 {
         Severity::High

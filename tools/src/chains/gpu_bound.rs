@@ -7,6 +7,7 @@ use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 
 const FIX: &str = "The host keeps up; speed up the GPU work itself: profile kernels (Nsight \
@@ -95,21 +96,21 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ),
     };
     let mut steps = vec![step(
-        "CUDA",
+        Layer::Cuda,
         format!("{} in synchronisation calls", format::ns(sync_ns)),
     )];
     let mut evidence = vec![Evidence::new(
         "sync_share_of_wall",
         sync_share * 100.0,
-        "percent",
+        Unit::Percent,
         "raw rows",
     )];
     if let Some(b) = &busy {
-        steps.push(step("GPU", b.text()));
+        steps.push(step(Layer::Gpu, b.text()));
         evidence.push(Evidence::new(
             "gpu_busy_share",
             b.share() * 100.0,
-            "percent",
+            Unit::Percent,
             b.source_label(),
         ));
     }

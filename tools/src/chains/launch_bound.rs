@@ -10,6 +10,7 @@ use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 
 const FIX: &str = "Launch fewer, larger kernels: capture the step once and replay it as a CUDA \
@@ -81,9 +82,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         format::ns(loop_wait)
     );
     let mut steps = vec![
-        step("GPU", busy.text()),
+        step(Layer::Gpu, busy.text()),
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} launches ({:.0}/s), {} per synchronisation, mean {} threads per launch",
                 format::count(l.launches),
@@ -95,7 +96,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "while the GPU idled: inside launch calls {}, between calls {} ({} of the {} idle between the first and the last CUDA call)",
                 format::ns(c.in_launch_calls_ns),
@@ -107,7 +108,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     ];
     if l.graph_launches > 0 {
         steps.push(step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} graph launches already in use",
                 format::count(l.graph_launches)
@@ -115,30 +116,35 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ));
     }
     let evidence = vec![
-        Evidence::new("launches", l.launches as f64, "count", "aggregates"),
-        Evidence::new("launches_per_s", l.launches_per_s, "count/s", "aggregates"),
+        Evidence::new("launches", l.launches as f64, Unit::Count, "aggregates"),
+        Evidence::new(
+            "launches_per_s",
+            l.launches_per_s,
+            Unit::CountPerSec,
+            "aggregates",
+        ),
         Evidence::new(
             "small_launch_share",
             small_share * 100.0,
-            "percent",
+            Unit::Percent,
             "aggregates (launch geometry)",
         ),
         Evidence::new(
             "idle_inside_launch_calls",
             c.in_launch_calls_ns as f64,
-            "ns",
+            Unit::Ns,
             "activity spans",
         ),
         Evidence::new(
             "idle_between_calls",
             c.between_calls_ns as f64,
-            "ns",
+            Unit::Ns,
             "activity spans",
         ),
         Evidence::new(
             "gpu_idle_share",
             idle.idle_share * 100.0,
-            "percent",
+            Unit::Percent,
             busy.source_label(),
         ),
     ];

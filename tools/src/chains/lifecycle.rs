@@ -4,6 +4,7 @@
 use super::build::{chain, impact_points};
 use super::context::Context;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use ingero_store::HostKind;
 
@@ -76,7 +77,7 @@ pub fn detect_cold_start(ctx: &Context) -> Option<CausalChain> {
     );
     let steps = vec![
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} calls in the first 10% of the run take {} beyond their medians",
                 cold.len(),
@@ -84,20 +85,20 @@ pub fn detect_cold_start(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "CUDA",
+            Layer::Cuda,
             format!("worst: {ratio:.0}x the steady-state median"),
         ),
     ];
     let evidence = vec![
-        Evidence::new("cold_calls", cold.len() as f64, "count", "raw rows"),
-        Evidence::new("cold_excess_time", excess as f64, "ns", "raw rows"),
+        Evidence::new("cold_calls", cold.len() as f64, Unit::Count, "raw rows"),
+        Evidence::new("cold_excess_time", excess as f64, Unit::Ns, "raw rows"),
         Evidence::new(
             "cold_share_of_cuda_time",
             share * 100.0,
-            "percent",
+            Unit::Percent,
             "raw rows",
         ),
-        Evidence::new("worst_ratio_to_median", ratio, "ratio", "raw rows"),
+        Evidence::new("worst_ratio_to_median", ratio, Unit::Ratio, "raw rows"),
     ];
     let end = cold.iter().map(|c| c.0 + c.1).max().unwrap_or(first_ts);
     Some(chain(
@@ -178,9 +179,9 @@ pub fn detect_fork_storm(ctx: &Context) -> Option<CausalChain> {
         hit.len()
     );
     let steps = vec![
-        step("HOST", format!("{best} forks: children {children:?}")),
+        step(Layer::Host, format!("{best} forks: children {children:?}")),
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} calls >= 10x their median within 2 s after ({} lost)",
                 hit.len(),
@@ -189,14 +190,14 @@ pub fn detect_fork_storm(ctx: &Context) -> Option<CausalChain> {
         ),
     ];
     let evidence = vec![
-        Evidence::new("forks_in_burst", best as f64, "count", "raw rows"),
+        Evidence::new("forks_in_burst", best as f64, Unit::Count, "raw rows"),
         Evidence::new(
             "slow_calls_after_burst",
             hit.len() as f64,
-            "count",
+            Unit::Count,
             "raw rows",
         ),
-        Evidence::new("excess_time", excess as f64, "ns", "raw rows"),
+        Evidence::new("excess_time", excess as f64, Unit::Ns, "raw rows"),
     ];
     let mut culprits = vec![main];
     culprits.extend(children);

@@ -11,6 +11,7 @@ use super::build::chain;
 use super::context::Context;
 use super::measured::busy_over;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use ingero_store::HostKind;
 
@@ -66,23 +67,33 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     );
     let steps = vec![
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "thread {tid} {how} for {} at +{offset:.1}s",
                 format::ns(dur)
             ),
         ),
-        step("GPU", busy.text()),
+        step(Layer::Gpu, busy.text()),
     ];
     let evidence = vec![
-        Evidence::new("longest_block", dur as f64, "ns", "raw rows (sched_switch)"),
+        Evidence::new(
+            "longest_block",
+            dur as f64,
+            Unit::Ns,
+            "raw rows (sched_switch)",
+        ),
         Evidence::new(
             "next_longest_block",
             next as f64,
-            "ns",
+            Unit::Ns,
             "raw rows (sched_switch)",
         ),
-        Evidence::new("block_offset", offset, "s", "raw rows (sched_switch)"),
+        Evidence::new(
+            "block_offset",
+            offset,
+            Unit::Seconds,
+            "raw rows (sched_switch)",
+        ),
     ];
     let score = 50.0 + 30.0 * (dur as f64 / idle.span_ns.max(1) as f64 * 4.0).min(1.0);
     Some(chain(

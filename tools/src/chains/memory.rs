@@ -4,6 +4,7 @@
 use super::build::{chain, impact_points};
 use super::context::Context;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use ingero_store::{AggSource, HostKind};
 use std::collections::BTreeMap;
@@ -96,14 +97,14 @@ pub fn detect_page_storm(ctx: &Context) -> Option<CausalChain> {
         top_text.join(", ")
     );
     let root_cause = format!(
-        "Page-allocation storm: the job asked the kernel for {} pages ({}), peaking at {}/s; page faults and zeroing steal CPU from the GPU thread.",
+        "Page-allocation storm: the job made {} page allocations ({} of fresh memory in all, an allocation being one or several pages), peaking at {}/s; page faults and zeroing steal CPU from the GPU thread.",
         format::count(total_pages),
         format::bytes(total_bytes),
         format::bytes(peak_rate as i64)
     );
     let steps = vec![
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "{} page allocations, peak {}/s, top: {}",
                 format::count(total_pages),
@@ -112,7 +113,7 @@ pub fn detect_page_storm(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} of {} slow calls fall in the storm buckets",
                 hit.len(),
@@ -121,15 +122,25 @@ pub fn detect_page_storm(ctx: &Context) -> Option<CausalChain> {
         ),
     ];
     let evidence = vec![
-        Evidence::new("page_allocs", total_pages as f64, "count", "aggregates"),
+        Evidence::new("page_allocs", total_pages as f64, Unit::Count, "aggregates"),
         Evidence::new(
             "page_alloc_bytes",
             total_bytes as f64,
-            "bytes",
+            Unit::Bytes,
             "aggregates",
         ),
-        Evidence::new("peak_page_alloc_rate", peak_rate, "bytes/s", "aggregates"),
-        Evidence::new("slow_calls_in_storm", hit.len() as f64, "count", "raw rows"),
+        Evidence::new(
+            "peak_page_alloc_rate",
+            peak_rate,
+            Unit::BytesPerSec,
+            "aggregates",
+        ),
+        Evidence::new(
+            "slow_calls_in_storm",
+            hit.len() as f64,
+            Unit::Count,
+            "raw rows",
+        ),
     ];
     Some(chain(
         ctx,
@@ -177,7 +188,7 @@ pub fn detect_pressure(ctx: &Context) -> Option<CausalChain> {
         "Host memory pressure: memory use peaked at {peak:.0}% with {min_avail} MiB available and swap grew by {swap_growth} MiB; reclaim and swapping stall every thread, the GPU thread included."
     );
     let steps = vec![step(
-        "SYSTEM",
+        Layer::System,
         format!(
             "memory >= 90% in {} samples, min available {min_avail} MiB, swap +{swap_growth} MiB",
             high.len()
@@ -187,20 +198,20 @@ pub fn detect_pressure(ctx: &Context) -> Option<CausalChain> {
         Evidence::new(
             "high_memory_samples",
             high.len() as f64,
-            "count",
+            Unit::Count,
             "system snapshots",
         ),
-        Evidence::new("memory_peak", peak, "percent", "system snapshots"),
+        Evidence::new("memory_peak", peak, Unit::Percent, "system snapshots"),
         Evidence::new(
             "min_available",
             min_avail as f64 * 1048576.0,
-            "bytes",
+            Unit::Bytes,
             "system snapshots",
         ),
         Evidence::new(
             "swap_growth",
             swap_growth as f64 * 1048576.0,
-            "bytes",
+            Unit::Bytes,
             "system snapshots",
         ),
     ];

@@ -31,6 +31,7 @@ pub mod sync_refill;
 
 use crate::dataset::Dataset;
 use crate::error::Result;
+use crate::finding::Unit;
 use crate::idle::ProcessIdle;
 use crate::scope::Scope;
 use crate::stats::WindowInfo;
@@ -230,7 +231,7 @@ fn gate_by_code(chains: &mut Vec<CausalChain>, idle: &ProcessIdle) {
             c.evidence.push(Evidence::new(
                 "fault_path_time",
                 ns as f64,
-                "ns",
+                Unit::Ns,
                 "on-CPU stacks in the page-fault path",
             ));
         }

@@ -13,6 +13,7 @@ use super::build::{chain, impact_points};
 use super::context::Context;
 use super::measured::busy_over;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use crate::intervals::{gaps, overlap, union};
 use ingero_store::HostKind;
@@ -90,9 +91,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         )
     );
     let steps = vec![
-        step("GPU", busy.text()),
+        step(Layer::Gpu, busy.text()),
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "no CUDA call or queued work of {main} for {} (the next longest gap {})",
                 format::ns(dur),
@@ -100,7 +101,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "GPU thread {tid}: on the CPU {} of it, off it {}",
                 format::ns(on_cpu),
@@ -109,15 +110,15 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         ),
     ];
     let evidence = vec![
-        Evidence::new("phase_time", dur as f64, "ns", "activity spans"),
+        Evidence::new("phase_time", dur as f64, Unit::Ns, "activity spans"),
         Evidence::new(
             "host_compute",
             on_cpu as f64,
-            "ns",
+            Unit::Ns,
             "activity spans and switches",
         ),
-        Evidence::new("next_longest_gap", next as f64, "ns", "activity spans"),
-        Evidence::new("active_span", active as f64, "ns", "activity spans"),
+        Evidence::new("next_longest_gap", next as f64, Unit::Ns, "activity spans"),
+        Evidence::new("active_span", active as f64, Unit::Ns, "activity spans"),
     ];
     let score = 30.0 + impact_points(dur as f64 / active.max(1) as f64);
     Some(chain(

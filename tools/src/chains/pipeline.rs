@@ -12,6 +12,7 @@ use super::build::{chain, impact_points};
 use super::context::Context;
 use super::measured::BusyFigure;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use crate::pyframes::{PyActivity, PyProfile};
 use ingero_store::HostKind;
@@ -147,9 +148,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         )
     };
     let mut steps = vec![
-        step("GPU", busy.text()),
+        step(Layer::Gpu, busy.text()),
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "inside CUDA calls {} of the {}; GPU idle {} of it",
                 format::ns(idle.api_ns),
@@ -158,7 +159,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "host wait {}: on-CPU outside CUDA {} ({} of the time between its calls), off-CPU {}, before the first call {}, after the last {}",
                 format::ns(idle.host_wait_ns),
@@ -177,7 +178,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     ];
     if idle.long_gaps > 0 {
         steps.push(step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} idle gaps >= 500 ms totalling {}; GPU under 50% busy in {} of {} chunks ({})",
                 idle.long_gaps,
@@ -190,7 +191,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     }
     if pages.count > 0 {
         steps.push(step(
-            "HOST",
+            Layer::Host,
             format!(
                 "{} page allocations ({}) in {main} while its GPU thread works on the CPU",
                 format::count(pages.count),
@@ -202,35 +203,45 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         Evidence::new(
             "gpu_idle_share",
             idle.idle_share * 100.0,
-            "percent",
+            Unit::Percent,
             busy.source_label(),
         ),
-        Evidence::new("lifetime", idle.span_ns as f64, "ns", "raw rows"),
-        Evidence::new("gpu_busy", idle.busy_ns as f64, "ns", busy.source_label()),
+        Evidence::new("lifetime", idle.span_ns as f64, Unit::Ns, "raw rows"),
+        Evidence::new(
+            "gpu_busy",
+            idle.busy_ns as f64,
+            Unit::Ns,
+            busy.source_label(),
+        ),
         Evidence::new(
             "gpu_busy_share",
             busy.share() * 100.0,
-            "percent",
+            Unit::Percent,
             busy.source_label(),
         ),
         Evidence::new(
             "cuda_api_time",
             idle.api_ns as f64,
-            "ns",
+            Unit::Ns,
             "raw rows and aggregates",
         ),
-        Evidence::new("host_compute", on_cpu as f64, "ns", "raw rows"),
+        Evidence::new("host_compute", on_cpu as f64, Unit::Ns, "raw rows"),
         Evidence::new(
             "host_compute_share_of_wait",
             compute_share * 100.0,
-            "percent",
+            Unit::Percent,
             "raw rows",
         ),
-        Evidence::new("long_idle_gaps", idle.long_gaps as f64, "count", "raw rows"),
+        Evidence::new(
+            "long_idle_gaps",
+            idle.long_gaps as f64,
+            Unit::Count,
+            "raw rows",
+        ),
         Evidence::new(
             "main_page_allocs",
             pages.count as f64,
-            "count",
+            Unit::Count,
             "aggregates",
         ),
     ];
@@ -238,18 +249,18 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         evidence.push(Evidence::new(
             "gpu_sampled",
             idle.sampled_ns as f64,
-            "ns",
+            Unit::Ns,
             busy.source_label(),
         ));
         evidence.push(Evidence::new(
             "gpu_busy_host_bound",
             idle.host_bound_busy_ns as f64,
-            "ns",
+            Unit::Ns,
             "host-side bound (CUDA activity spans)",
         ));
     }
     if let Some(p) = period {
-        evidence.push(Evidence::new("step_period", p as f64, "ns", "raw rows"));
+        evidence.push(Evidence::new("step_period", p as f64, Unit::Ns, "raw rows"));
     }
     let start = ds.window.lo_ns.max(ds.span.start_ns);
     Some(chain(

@@ -10,6 +10,7 @@ use super::build::chain;
 use super::context::Context;
 use super::measured::BusyFigure;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 
 const FIX: &str = "Feed the loop faster: raise num_workers (up to the free cores), make \
@@ -49,7 +50,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     );
     let steps = vec![
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "{} worker process(es) of {main}; CPU saturated in {} of {} system samples",
                 workers.len(),
@@ -58,7 +59,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "GPU thread {} blocked while its workers ran: {} of the {} GPU idle time",
                 idle.gpu_thread,
@@ -66,26 +67,26 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
                 format::ns(idle.host_wait_ns)
             ),
         ),
-        step("GPU", busy.text()),
+        step(Layer::Gpu, busy.text()),
     ];
     let evidence = vec![
         Evidence::new(
             "waiting_on_workers",
             wait as f64,
-            "ns",
+            Unit::Ns,
             "activity spans and switches",
         ),
         Evidence::new(
             "share_of_idle",
             share * 100.0,
-            "percent",
+            Unit::Percent,
             "activity spans and switches",
         ),
-        Evidence::new("workers", workers.len() as f64, "count", "process tree"),
+        Evidence::new("workers", workers.len() as f64, Unit::Count, "process tree"),
         Evidence::new(
             "cpu_saturated_share",
             ctx.sat.share() * 100.0,
-            "percent",
+            Unit::Percent,
             "system snapshots",
         ),
     ];

@@ -13,6 +13,7 @@ use super::measured::BusyFigure;
 use super::sync_refill;
 use crate::dataset::SampledOps;
 use crate::finding::{step, CausalChain, Cause, Evidence};
+use crate::finding::{Layer, Unit};
 use crate::format;
 use ingero_store::catalog::copy_kind;
 use ingero_store::OpClass;
@@ -70,7 +71,16 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     // the refill after each (the finding's claim is capped there).
     let main_calls: Vec<_> = ctx.main_calls().collect();
     let refill = sync_refill::measure(ctx.ds, idle, &main_calls, &sampled, syncs);
-    let own_idle = c.in_sync_ns + refill.map_or(0, |r| r.idle_ns);
+    // A copy of a few bytes back to pageable memory blocks like a
+    // synchronisation: the idle inside those copies is the wait too.
+    let small_copy_ns: i64 = small
+        .iter()
+        .map(|c| c.dur_ns as f64 * sampled.weight(c))
+        .sum::<f64>()
+        .round() as i64;
+    let own_idle = c.in_sync_ns
+        + c.in_copies_ns.min(small_copy_ns)
+        + refill.map_or(0, |r| r.idle_ns);
     let busy = BusyFigure::of_idle(idle);
     let span_s = idle.active_span_ns.max(1) as f64 / 1e9;
     let refill_text = match refill {
@@ -102,7 +112,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     );
     let steps = vec![
         step(
-            "CUDA",
+            Layer::Cuda,
             format!(
                 "{} device-to-host copies of at most {SMALL_BYTES} bytes, {} synchronising calls",
                 format::count(n),
@@ -110,7 +120,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
             ),
         ),
         step(
-            "HOST",
+            Layer::Host,
             format!(
                 "while the GPU idled: launching {}, between calls {}, on-CPU {}, in synchronisations {}",
                 format::ns(c.in_launch_calls_ns),
@@ -119,22 +129,22 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
                 format::ns(c.in_sync_ns)
             ),
         ),
-        step("GPU", busy.text()),
+        step(Layer::Gpu, busy.text()),
     ];
     let evidence = vec![
-        Evidence::new("small_d2h_copies", n as f64, "count", source),
-        Evidence::new("synchronisations", syncs as f64, "count", "totals"),
-        Evidence::new("small_copies_per_sync", per_sync, "ratio", source),
+        Evidence::new("small_d2h_copies", n as f64, Unit::Count, source),
+        Evidence::new("synchronisations", syncs as f64, Unit::Count, "totals"),
+        Evidence::new("small_copies_per_sync", per_sync, Unit::Ratio, source),
         Evidence::new(
             "idle_feeding_next_step",
             feeding as f64,
-            "ns",
+            Unit::Ns,
             "activity spans",
         ),
         Evidence::new(
             "sync_refill_idle",
             own_idle as f64,
-            "ns",
+            Unit::Ns,
             "raw rows and activity spans",
         ),
     ];

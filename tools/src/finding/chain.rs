@@ -13,9 +13,12 @@ pub struct CausalChain {
     pub id: String,
     /// Mechanism blamed.
     pub cause: Cause,
-    /// Urgency.
+    /// Urgency: from the idle time the finding explains (or the loop time it
+    /// costs), as a share of the loop's idle time; never higher on a finding
+    /// ranked below another.
     pub severity: Severity,
-    /// Ranking score, 0-100 (how strong the evidence is).
+    /// How strongly the evidence matches the mechanism, 0-100 (a confidence,
+    /// not a cost: findings rank by the time they explain).
     pub score: f64,
     /// GPU idle time of the victim process this finding accounts for, ns;
     /// no two findings count the same stretch (see `explained`).

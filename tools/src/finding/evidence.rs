@@ -1,5 +1,6 @@
 //! One number supporting a finding, with where it came from.
 
+use super::Unit;
 use serde::Serialize;
 
 /// One number supporting a chain, with where it came from.
@@ -9,19 +10,19 @@ pub struct Evidence {
     pub label: String,
     /// The value.
     pub value: f64,
-    /// Its unit (`ns`, `count`, `percent`, `bytes`, `ratio`, `bytes/s`).
-    pub unit: String,
+    /// Its unit.
+    pub unit: Unit,
     /// Which data it was computed from.
     pub source: String,
 }
 
 impl Evidence {
     /// Builds an evidence item.
-    pub fn new(label: impl Into<String>, value: f64, unit: &str, source: &str) -> Evidence {
+    pub fn new(label: impl Into<String>, value: f64, unit: Unit, source: &str) -> Evidence {
         Evidence {
             label: label.into(),
             value,
-            unit: unit.to_string(),
+            unit,
             source: source.to_string(),
         }
     }

@@ -12,10 +12,12 @@ mod chain;
 mod evidence;
 mod severity;
 mod step;
+mod unit;
 
 pub use cause::Cause;
 pub use chain::CausalChain;
 pub use evidence::Evidence;
 pub use severity::Severity;
 pub(crate) use step::step;
-pub use step::ChainStep;
+pub use step::{ChainStep, Layer};
+pub use unit::Unit;

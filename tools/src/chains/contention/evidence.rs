@@ -6,6 +6,7 @@ use super::super::context::Context;
 use super::contenders::Blame;
 use super::saturated::Saturated;
 use crate::finding::Evidence;
+use crate::finding::Unit;
 use crate::rows::Totals;
 
 /// Every evidence item, in report order.
@@ -15,13 +16,13 @@ pub fn list(ctx: &Context, s: &Saturated, blame: &Blame, main_sw: &Totals) -> Ve
         evidence.push(Evidence::new(
             "gpu_thread_off_cpu",
             st.off_cpu_ns as f64,
-            "ns",
+            Unit::Ns,
             "raw rows",
         ));
         evidence.push(Evidence::new(
             "gpu_thread_off_cpu_share",
             st.off_cpu_share * 100.0,
-            "percent",
+            Unit::Percent,
             "raw rows",
         ));
     }
@@ -31,19 +32,19 @@ pub fn list(ctx: &Context, s: &Saturated, blame: &Blame, main_sw: &Totals) -> Ve
         evidence.push(Evidence::new(
             format!("{}_p50", w.op),
             p50,
-            "ns",
+            Unit::Ns,
             "raw rows",
         ));
         evidence.push(Evidence::new(
             format!("{}_p99", w.op),
             p99,
-            "ns",
+            Unit::Ns,
             "raw rows",
         ));
         evidence.push(Evidence::new(
             format!("{}_tail_ratio", w.op),
             s.ratio,
-            "ratio",
+            Unit::Ratio,
             "raw rows",
         ));
     }
@@ -60,46 +61,46 @@ fn counts(ctx: &Context, s: &Saturated, blame: &Blame, main_sw: &Totals) -> Vec<
         Evidence::new(
             "cpu_saturated_samples",
             sat.saturated as f64,
-            "count",
+            Unit::Count,
             snapshots,
         ),
-        Evidence::new("cpu_samples", sat.samples as f64, "count", snapshots),
-        Evidence::new("cpu_peak", sat.peak_pct, "percent", snapshots),
+        Evidence::new("cpu_samples", sat.samples as f64, Unit::Count, snapshots),
+        Evidence::new("cpu_peak", sat.peak_pct, Unit::Percent, snapshots),
         Evidence::new(
             "contender_context_switches",
             blame.switches as f64,
-            "count",
+            Unit::Count,
             "aggregates",
         ),
         Evidence::new(
             "contender_page_allocs",
             blame.pages as f64,
-            "count",
+            Unit::Count,
             "aggregates",
         ),
         Evidence::new(
             "contender_processes",
             blame.group.len() as f64,
-            "count",
+            Unit::Count,
             "process table",
         ),
         Evidence::new(
             "main_context_switches",
             main_sw.count as f64,
-            "count",
+            Unit::Count,
             "aggregates",
         ),
         Evidence::new(
             "main_off_cpu_max",
             main_sw.max_dur_ns as f64,
-            "ns",
+            Unit::Ns,
             "aggregates",
         ),
-        Evidence::new("slow_calls", s.slow.len() as f64, "count", "raw rows"),
+        Evidence::new("slow_calls", s.slow.len() as f64, Unit::Count, "raw rows"),
         Evidence::new(
             "slow_calls_while_saturated",
             s.slow_in_sat.len() as f64,
-            "count",
+            Unit::Count,
             "raw rows",
         ),
     ]
@@ -111,25 +112,25 @@ fn while_saturated(s: &Saturated) -> [Evidence; 4] {
         Evidence::new(
             "gpu_busy_share_while_saturated",
             s.busy.share() * 100.0,
-            "percent",
+            Unit::Percent,
             s.busy.source_label(),
         ),
         Evidence::new(
             "cuda_call_share_while_saturated",
             (1.0 - s.gap.idle_share) * 100.0,
-            "percent",
+            Unit::Percent,
             "raw rows",
         ),
         Evidence::new(
             "cuda_calls_while_saturated",
             s.gap.calls as f64,
-            "count",
+            Unit::Count,
             "raw rows",
         ),
         Evidence::new(
             "longest_submission_gap",
             s.gap.max_gap_ns as f64,
-            "ns",
+            Unit::Ns,
             "raw rows",
         ),
     ]

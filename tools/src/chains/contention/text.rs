@@ -4,6 +4,7 @@
 use super::super::context::{Context, SATURATED_PCT};
 use super::contenders::Blame;
 use super::saturated::Saturated;
+use crate::finding::Layer;
 use crate::finding::{step, ChainStep};
 use crate::format;
 use crate::rows::Totals;
@@ -107,9 +108,9 @@ pub fn steps(
     cpu: &str,
     symptom: &str,
 ) -> Vec<ChainStep> {
-    let mut steps = vec![step("SYSTEM", cpu.to_string())];
+    let mut steps = vec![step(Layer::System, cpu.to_string())];
     steps.push(step(
-        "HOST",
+        Layer::Host,
         format!(
             "{}: {} context switches, {} page allocations",
             blame.who,
@@ -118,10 +119,10 @@ pub fn steps(
         ),
     ));
     if let Some(line) = preemption(ctx, main, main_sw) {
-        steps.push(step("HOST", line));
+        steps.push(step(Layer::Host, line));
     }
     steps.push(step(
-        "CUDA",
+        Layer::Cuda,
         format!(
             "GPU thread of {main} inside CUDA calls {} of {} while saturated ({} raw calls, longest gap {})",
             format::pct(1.0 - s.gap.idle_share),
@@ -130,12 +131,15 @@ pub fn steps(
             format::ns(s.gap.max_gap_ns)
         ),
     ));
-    steps.push(step("GPU", format!("while saturated: {}", s.busy.text())));
+    steps.push(step(
+        Layer::Gpu,
+        format!("while saturated: {}", s.busy.text()),
+    ));
     if let Some(w) = s.worst {
-        steps.push(step("CUDA", symptom.to_string()));
+        steps.push(step(Layer::Cuda, symptom.to_string()));
         if !s.slow.is_empty() {
             steps.push(step(
-                "CUDA",
+                Layer::Cuda,
                 format!(
                     "{} of {} slow calls (>= 10x their median) happened while CPU was saturated ({})",
                     s.slow_in_sat.len(),
