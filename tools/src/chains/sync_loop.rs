@@ -78,9 +78,8 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         .map(|c| c.dur_ns as f64 * sampled.weight(c))
         .sum::<f64>()
         .round() as i64;
-    let own_idle = c.in_sync_ns
-        + c.in_copies_ns.min(small_copy_ns)
-        + refill.map_or(0, |r| r.idle_ns);
+    let own_idle =
+        c.in_sync_ns + c.in_copies_ns.min(small_copy_ns) + refill.map_or(0, |r| r.idle_ns);
     let busy = BusyFigure::of_idle(idle);
     let span_s = idle.active_span_ns.max(1) as f64 / 1e9;
     let refill_text = match refill {
