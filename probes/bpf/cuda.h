@@ -12,6 +12,7 @@
 #include "common.h"
 #include "launch_geometry.h"
 #include "nccl_args.h"
+#include "call_folds.h"
 
 struct call_val {
 	u64 ts;
@@ -71,6 +72,10 @@ struct thread_calls {
 	u32 pad;
 	struct launch_run run;
 	struct call_val slot[CALL_SLOTS];
+	u64 fold_since; /* first entry among its pending folds, 0 when none */
+	u64 fold_end;   /* latest return among them */
+	struct call_fold fold[FOLD_SLOTS];
+	struct row_budget budget[BUDGET_SLOTS];
 };
 
 /* Sampled launch timing (set by the loader): 0 or 1 = every call timed;
@@ -363,6 +368,101 @@ static __always_inline int launch_row_kept(struct thread_calls *t, u64 dur, s64 
 	return n % cfg_launch_rows == 0 || ret != 0 || dur >= LAUNCH_SLOW_NS;
 }
 
+/* Whether a call of `op` may be folded (call_folds.h): a CUDA call that is
+ * not a kernel launch (launches go to launch runs, NCCL calls are never
+ * sampled). */
+static __always_inline int foldable(u32 op)
+{
+	return op < 200 && !is_runtime_launch(op) && !is_driver_launch(op);
+}
+
+/* Sends every pending fold of thread `tid` and its launch run, its last
+ * untimed launch bounded by `now` (0: unknown). */
+static __always_inline void flush_thread(struct thread_calls *t, u32 pid, u32 tid, u64 now)
+{
+	flush_run(t, pid, tid, now);
+	for (int k = 0; k < FOLD_SLOTS; k++)
+		send_fold(&t->fold[k], pid, tid);
+	t->fold_since = 0;
+	t->fold_end = 0;
+}
+
+/* True when the thread's pending folds and launch run are due at `now`:
+ * after a gap of FOLD_GAP_NS since the latest of them returned, or once the
+ * oldest is FOLD_AGE_NS old. */
+static __always_inline int thread_due(struct thread_calls *t, u64 now)
+{
+	u64 since = t->fold_since;
+	u64 end = t->fold_end;
+	if (t->run.n) {
+		if (since == 0 || t->run.first_ts < since)
+			since = t->run.first_ts;
+		if (t->run.last_end > end)
+			end = t->run.last_end;
+	}
+	if (since == 0)
+		return 0;
+	return now > end + FOLD_GAP_NS || now - since >= FOLD_AGE_NS;
+}
+
+/* Folds the returned call `v` of thread `tid` (lasting `dur`) into the
+ * thread's slot of its key, taking a free slot for a new key; with every
+ * slot taken, the thread's folds are sent first. */
+static __always_inline void fold_call(struct thread_calls *t, u32 pid, u32 tid, u32 op,
+				      struct call_val *v, u64 dur)
+{
+	u32 nested = (v->flags & REC_CUDA_NESTED) ? 1 : 0;
+	u64 ts = v->ts;
+	u64 stream = v->stream;
+	u64 bytes = v->size;
+	int free_slot = -1;
+	for (int k = 0; k < FOLD_SLOTS; k++) {
+		struct call_fold *f = &t->fold[k];
+		if (f->n && f->op == op && f->nested == nested && f->stream == stream) {
+			free_slot = k;
+			break;
+		}
+		if (!f->n && free_slot < 0)
+			free_slot = k;
+	}
+	if (free_slot < 0) {
+		flush_thread(t, pid, tid, ts);
+		free_slot = 0;
+	}
+	fold_into(&t->fold[free_slot & (FOLD_SLOTS - 1)], op, nested, stream, ts, dur, bytes);
+	if (t->fold_since == 0 || ts < t->fold_since)
+		t->fold_since = ts;
+	if (ts + dur > t->fold_end)
+		t->fold_end = ts + dur;
+}
+
+/* The return of an outer driver launch under launch rows or sampled
+ * launch timing: sends its row or folds it, timed, into the thread's run. */
+static __always_inline void launch_return(struct thread_calls *t, u32 pid, u32 tid, u32 op,
+					  u64 now, u64 dur, s64 ret)
+{
+	struct call_val *v = &t->slot[0];
+	int slow = ret != 0 || dur >= LAUNCH_SLOW_NS;
+	int keep = folding_launches() ? launch_row_kept(t, dur, ret) : 1;
+	if (keep && !slow && folding_calls())
+		keep = budget_allows(t->budget, op, now);
+	if (cfg_launch_sample > 1 && t->learn) {
+		t->learn = 0;
+		learn_launch_time(t, dur);
+	}
+	if (!keep) {
+		add_to_run(t, pid, tid, op, v, v->ts, now, 1);
+		return;
+	}
+	/* Launches folded before this one go first, in order: without call
+	 * folding always, with it before a slow or failed one (with the folds). */
+	if (!folding_calls())
+		flush_run(t, pid, tid, v->ts);
+	else if (slow)
+		flush_thread(t, pid, tid, v->ts);
+	emit_call(op, pid, tid, v, dur, ret);
+}
+
 static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 {
 	/* A call returning after the stop stays in the table, where user space
@@ -371,6 +471,7 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
+	u32 pid = (u32)(id >> 32);
 	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return 0;
@@ -385,18 +486,24 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 		u64 dur = now - t->slot[i].ts;
 		s64 ret = (s64)(s32)ctx->ax;
 		t->depth = (u32)i;
-		if (i == 0 && is_driver_launch(op) && folding_launches()) {
-			if (!launch_row_kept(t, dur, ret)) {
-				add_to_run(t, (u32)(id >> 32), tid, op, &t->slot[0],
-					   t->slot[0].ts, now, 1);
+		if (i == 0 && is_driver_launch(op) &&
+		    (folding_launches() || (folding_calls() && cfg_launch_sample > 1))) {
+			launch_return(t, pid, tid, op, now, dur, ret);
+			return 0;
+		}
+		if (folding_calls() && foldable(op)) {
+			int slow = ret != 0 || dur >= CALL_KEEP_NS;
+			if (!slow && !budget_allows(t->budget, op, now)) {
+				fold_call(t, pid, tid, op, &t->slot[i], dur);
 				return 0;
 			}
-			/* Launches folded before this one go first, in order. */
-			flush_run(t, (u32)(id >> 32), tid, t->slot[0].ts);
+			/* What the thread did before a slow or failed call goes first. */
+			if (slow)
+				flush_thread(t, pid, tid, t->slot[i].ts);
 		}
 		if (nccl_makes_comm(op))
 			nccl_read_new_comm(t->slot[i].grid, &t->slot[i].stream);
-		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], dur, ret);
+		emit_call(op, pid, tid, &t->slot[i], dur, ret);
 		if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op) && t->learn) {
 			t->learn = 0;
 			learn_launch_time(t, dur);
@@ -436,10 +543,17 @@ static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
 {
 	u32 depth = t->depth;
 	u64 now = bpf_ktime_get_ns();
-	/* Launches counted before this call go first, in order; an outer
-	 * driver launch that may be folded decides at its return. */
-	if (!(depth == 0 && is_driver_launch(op) && folding_launches()))
+	if (folding_calls()) {
+		/* The run's last untimed launch returned before this call; the
+		 * thread's folds go after a gap or once old (call_folds.h). */
+		bound_last(&t->run, now);
+		if (thread_due(t, now))
+			flush_thread(t, (u32)(id >> 32), (u32)id, now);
+	} else if (!(depth == 0 && is_driver_launch(op) && folding_launches())) {
+		/* Launches counted before this call go first, in order; an outer
+		 * driver launch that may be folded decides at its return. */
 		flush_run(t, (u32)(id >> 32), (u32)id, now);
+	}
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i < depth && t->slot[i].op == op) {
 			depth = (u32)i;
@@ -455,7 +569,11 @@ static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
 		count_loss(LOSS_CALL_MAP);
 		return;
 	}
-	t->slot[depth & (CALL_SLOTS - 1)] = *v;
+	/* The compiler knows depth < CALL_SLOTS here and would drop the mask
+	 * the verifier needs to bound the index: hide the value from it. */
+	u32 at = depth;
+	asm volatile("" : "+r"(at));
+	t->slot[at & (CALL_SLOTS - 1)] = *v;
 	t->depth = depth + 1;
 }
 
@@ -505,6 +623,8 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 		open_call(t, id, op, v);
 		return 0;
 	}
+	if (folding_calls() && thread_due(t, now))
+		flush_thread(t, (u32)(id >> 32), tid, now);
 	add_to_run(t, (u32)(id >> 32), tid, op, v, now, now, 0);
 	return 1;
 }
@@ -708,7 +828,7 @@ static __always_inline void end_open_calls(u32 pid, u32 tid)
 	if (!t)
 		return;
 	u64 now = bpf_ktime_get_ns();
-	flush_run(t, pid, tid, now);
+	flush_thread(t, pid, tid, now);
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i >= t->depth)
 			break;
