@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 OR GPL-2.0 */
 /*
- * Call folding: every CUDA call that is not a kernel launch (copies,
- * memsets, synchronisations, event calls, allocations and frees, graph
- * calls, queries) is counted in the kernel instead of sent one by one,
+ * Call folding: every CUDA call (copies, memsets, synchronisations, event
+ * calls, allocations and frees, graph calls, queries, and the kernel
+ * launches that launch runs do not take: runtime launches and the driver
+ * launches nested in them, while both levels are probed) is counted in the
+ * kernel instead of sent one by one,
  * unless it keeps its row. A call keeps its row (one rec_cuda, one raw row)
  * when it failed, when it lasted at least CALL_KEEP_NS, or when its
  * thread's row budget for its op still has room this second
@@ -58,6 +60,9 @@ struct call_fold {
 	u32 n;
 	u16 op;
 	u16 nested;   /* 1: made inside another probed call of the thread */
+	u64 threads;  /* kernel launches: grid x block summed (saturating) */
+	u32 small;    /* kernel launches of 1..SMALL_LAUNCH_THREADS threads */
+	u32 pad;
 };
 
 /* Raw rows kept this window for the ops of one budget slot. */
@@ -116,6 +121,9 @@ static __always_inline void send_fold(struct call_fold *f, u32 pid, u32 tid)
 		e->dur_max = f->dur_max;
 		e->count = f->n;
 		e->nested = f->nested;
+		e->threads = f->threads;
+		e->small = f->small;
+		e->pad = 0;
 		submit(e);
 	}
 	f->n = 0;
@@ -124,7 +132,7 @@ static __always_inline void send_fold(struct call_fold *f, u32 pid, u32 tid)
 /* Adds a call (entry `ts`, lasting `dur`, `bytes`) to the fold slot `f`,
  * free or holding the same key. */
 static __always_inline void fold_into(struct call_fold *f, u32 op, u32 nested, u64 stream,
-				      u64 ts, u64 dur, u64 bytes)
+				      u64 ts, u64 dur, u64 bytes, u64 threads, u32 small)
 {
 	if (f->n == 0) {
 		f->first_ts = ts;
@@ -135,7 +143,11 @@ static __always_inline void fold_into(struct call_fold *f, u32 op, u32 nested, u
 		f->bytes = 0;
 		f->dur_min = ~0U;
 		f->dur_max = 0;
+		f->threads = 0;
+		f->small = 0;
 	}
+	f->threads = f->threads + threads < f->threads ? ~0ULL : f->threads + threads;
+	f->small += small;
 	u32 d = (u32)dur;
 	f->n += 1;
 	f->last_ts = ts;

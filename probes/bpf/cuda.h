@@ -368,12 +368,12 @@ static __always_inline int launch_row_kept(struct thread_calls *t, u64 dur, s64 
 	return n % cfg_launch_rows == 0 || ret != 0 || dur >= LAUNCH_SLOW_NS;
 }
 
-/* Whether a call of `op` may be folded (call_folds.h): a CUDA call that is
- * not a kernel launch (launches go to launch runs, NCCL calls are never
- * sampled). */
+/* Whether a call of `op` may be folded (call_folds.h): a CUDA call (an
+ * outer driver launch under launch rows or sampled timing goes to the
+ * thread's launch run before this is asked; NCCL calls are never sampled). */
 static __always_inline int foldable(u32 op)
 {
-	return op < 200 && !is_runtime_launch(op) && !is_driver_launch(op);
+	return op < 200;
 }
 
 /* Sends every pending fold of thread `tid` and its launch run, its last
@@ -429,7 +429,10 @@ static __always_inline void fold_call(struct thread_calls *t, u32 pid, u32 tid, 
 		flush_thread(t, pid, tid, ts);
 		free_slot = 0;
 	}
-	fold_into(&t->fold[free_slot & (FOLD_SLOTS - 1)], op, nested, stream, ts, dur, bytes);
+	u64 th = launch_threads(v);
+	u32 small = th > 0 && th <= SMALL_LAUNCH_THREADS;
+	fold_into(&t->fold[free_slot & (FOLD_SLOTS - 1)], op, nested, stream, ts, dur, bytes, th,
+		  small);
 	if (t->fold_since == 0 || ts < t->fold_since)
 		t->fold_since = ts;
 	if (ts + dur > t->fold_end)

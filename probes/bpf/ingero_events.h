@@ -142,6 +142,9 @@ struct rec_call_fold {
 	u32 dur_max;  /* longest */
 	u32 count;    /* calls */
 	u32 nested;   /* 1: made inside another probed call of the thread */
+	u64 threads;  /* kernel launches: grid x block summed (saturating) */
+	u32 small;    /* kernel launches of 1..65,536 threads */
+	u32 pad;
 };
 
 struct rec_proc {

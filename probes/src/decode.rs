@@ -177,6 +177,9 @@ fn call_fold(r: &RecCallFold, clock: &Clock) -> Record {
         n: r.count,
         op: r.op,
         nested: u16::from(r.nested != 0),
+        threads: r.threads,
+        small: r.small,
+        pad: 0,
     };
     Record::CallFold(fold.to_call_fold(r.pid as i32, r.tid as i32, clock))
 }

@@ -70,6 +70,8 @@ impl FoldVal {
             min_dur_ns: if self.n > 0 { i64::from(self.dur_min) } else { 0 },
             max_dur_ns: i64::from(self.dur_max),
             bytes: ns(self.bytes),
+            threads: ns(self.threads),
+            small: i64::from(self.small),
         }
     }
 }

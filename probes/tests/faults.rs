@@ -210,6 +210,7 @@ fn a_full_ring_buffer_counts_every_dropped_record() {
             // counted drop.
             cfg.launch_sample = 0;
             cfg.launch_rows = 1;
+            cfg.call_rows = 0;
             cfg.poll_interval = Duration::from_millis(200);
         },
     );

@@ -47,6 +47,7 @@ fn capture(db: &Path, multi_uprobes: bool, raw: RawPolicy) {
     if raw == RawPolicy::All {
         cfg.launch_sample = 0;
         cfg.launch_rows = 1;
+        cfg.call_rows = 0;
     }
     cfg.raw = raw;
     let summary = start(cfg).expect("start").wait().expect("capture");

@@ -220,10 +220,15 @@ impl Aggregator {
         t.min_dur_ns = t.min_dur_ns.min(f.min_dur_ns);
         t.max_dur_ns = t.max_dur_ns.max(f.max_dur_ns);
         t.sum_bytes = t.sum_bytes.saturating_add(bytes);
+        t.sum_threads = t.sum_threads.saturating_add(f.threads.max(0));
+        t.small_launches += f.small.max(0);
         if f.nested {
-            t.nested.count += n;
-            t.nested.sum_dur_ns = t.nested.sum_dur_ns.saturating_add(dur);
-            t.nested.sum_bytes = t.nested.sum_bytes.saturating_add(bytes);
+            let p = &mut t.nested;
+            p.count += n;
+            p.sum_dur_ns = p.sum_dur_ns.saturating_add(dur);
+            p.sum_bytes = p.sum_bytes.saturating_add(bytes);
+            p.sum_threads = p.sum_threads.saturating_add(f.threads.max(0));
+            p.small_launches += f.small.max(0);
         }
     }
 
@@ -349,6 +354,8 @@ mod tests {
             min_dur_ns: 1_000,
             max_dur_ns: 9_000,
             bytes: 300 * 4096,
+            threads: 0,
+            small: 0,
         };
         let mut a = Aggregator::default();
         a.add(&Event::CallFold(fold), true);

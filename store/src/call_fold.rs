@@ -42,6 +42,12 @@ pub struct CallFold {
     pub max_dur_ns: i64,
     /// Their summed bytes arguments.
     pub bytes: i64,
+    /// Kernel launches: threads started (grid x block), summed.
+    #[serde(default)]
+    pub threads: i64,
+    /// Kernel launches of at most 65,536 threads.
+    #[serde(default)]
+    pub small: i64,
 }
 
 impl CallFold {
@@ -82,6 +88,8 @@ mod tests {
             min_dur_ns: 10,
             max_dur_ns: 10,
             bytes: 0,
+            threads: 0,
+            small: 0,
         }
     }
 

@@ -302,6 +302,15 @@ fn thread_rows(
         e.2 = e.2.min(c.ts_ns);
         e.3 = e.3.max(c.ts_ns.saturating_add(c.dur_ns.max(0)));
     }
+    // Under call folding the raw rows are a sample: every outer call of a
+    // thread is in its activity spans.
+    if ds.per_thread_from_spans() {
+        for (tid, e) in calls.iter_mut() {
+            if let Some(t) = ds.thread_calls(pid, *tid) {
+                *e = (t.calls, t.api_ns, t.first_ns, t.last_ns);
+            }
+        }
+    }
     let mut tids: Vec<i32> = calls.keys().copied().collect();
     if let Some(sw) = switches {
         tids.extend(sw.keys().copied());

@@ -236,6 +236,12 @@ pub struct RecCallFold {
     pub count: u32,
     /// 1 when made inside another probed call of the thread.
     pub nested: u32,
+    /// Kernel launches: grid x block summed (saturating).
+    pub threads: u64,
+    /// Kernel launches of 1..65,536 threads.
+    pub small: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// A fork, exec or exit (`struct rec_proc`), carrying the task's command

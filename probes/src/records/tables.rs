@@ -43,6 +43,12 @@ pub struct FoldVal {
     pub op: u16,
     /// 1 when nested.
     pub nested: u16,
+    /// Kernel launches: grid x block summed.
+    pub threads: u64,
+    /// Kernel launches of 1..65,536 threads.
+    pub small: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// Rows kept in the current window by the ops of one budget slot (`struct
