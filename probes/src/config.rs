@@ -98,11 +98,16 @@ pub struct CaptureConfig {
 /// call rate.
 pub const DEFAULT_CALL_ROWS: u32 = 8;
 
-/// The stated bound of the default capture: bytes per second per traced
-/// thread making fast, successful calls at any rate (README "Capture
-/// size"; `tests/fold_bound.rs` holds 1M-call loops of every op class to
-/// it).
-pub const BOUND_BYTES_PER_THREAD_S: u64 = 64 * 1024;
+/// The stated bound of the default capture: bytes per second that the CUDA
+/// calls of one traced thread which succeed in under 50 us add to the
+/// database, at any call rate (README "Capture size"; `tests/fold_bound.rs`
+/// holds 1M-call loops of every op class to it). Its parts at worst: 16
+/// budget slots x 8 sampled raw rows (about 14 KB), one aggregate row per
+/// op and second, one activity span per burst (a burst ends at a 1 ms gap:
+/// at most 1,000 per second, about 60 KB). Failed calls, and calls of 50 us
+/// or more (at most 20,000 per second and thread), keep one row each on
+/// top of it.
+pub const BOUND_BYTES_PER_THREAD_S: u64 = 128 * 1024;
 
 /// Default launch rows: one outer launch in this many keeps its raw row.
 pub const DEFAULT_LAUNCH_ROWS: u32 = 32;
