@@ -161,7 +161,13 @@ fn main() {
     let rounds: usize = if bench { 3 } else { 1 };
     let db = tmp.join("fold.db");
     // What any capture writes: schema, catalogue, session.
-    let (_, empty) = captured(&dir, &db, "copy", 0, ingero_probes::config::DEFAULT_CALL_ROWS);
+    let (_, empty) = captured(
+        &dir,
+        &db,
+        "copy",
+        0,
+        ingero_probes::config::DEFAULT_CALL_ROWS,
+    );
     let per_m = |bytes: u64| bytes.saturating_sub(empty) as f64 * 1e6 / n as f64;
     println!(
         "op classes: {n} calls per loop (median of {rounds}), ns per call; bytes added to the \
@@ -169,7 +175,12 @@ fn main() {
     );
     println!(
         "  {:<7} {:>9} {:>16} {:>26} {:>14} {:>14}",
-        "class", "untraced", "floor (+ns)", "default capture (+ns floor)", "B/1M folded", "B/1M 1 row"
+        "class",
+        "untraced",
+        "floor (+ns)",
+        "default capture (+ns floor)",
+        "B/1M folded",
+        "B/1M 1 row"
     );
     for class in CLASSES {
         let mut plain = Vec::new();
@@ -180,7 +191,13 @@ fn main() {
         for _ in 0..rounds {
             plain.push(finish(spawn(&dir, class.name, n)));
             floors.push(floor(&dir, class, n));
-            let (ns, bytes) = captured(&dir, &db, class.name, n, ingero_probes::config::DEFAULT_CALL_ROWS);
+            let (ns, bytes) = captured(
+                &dir,
+                &db,
+                class.name,
+                n,
+                ingero_probes::config::DEFAULT_CALL_ROWS,
+            );
             traced.push(ns);
             folded.push(per_m(bytes));
             let (_, bytes) = captured(&dir, &db, class.name, n, 0);

@@ -67,7 +67,11 @@ impl FoldVal {
             stream: self.stream as i64,
             count: i64::from(self.n),
             dur_ns: ns(self.dur_sum),
-            min_dur_ns: if self.n > 0 { i64::from(self.dur_min) } else { 0 },
+            min_dur_ns: if self.n > 0 {
+                i64::from(self.dur_min)
+            } else {
+                0
+            },
             max_dur_ns: i64::from(self.dur_max),
             bytes: ns(self.bytes),
             threads: ns(self.threads),

@@ -173,7 +173,11 @@ fn a_million_calls_of_each_class_stay_under_the_bound_with_exact_counts() {
             "SELECT COALESCE(SUM(calls), 0) FROM cuda_activity WHERE kind = 1 AND pid = ?1",
             [pid],
         );
-        assert_eq!(spans, class.outer, "{}: outer calls in activity spans", class.name);
+        assert_eq!(
+            spans, class.outer,
+            "{}: outer calls in activity spans",
+            class.name
+        );
         let rows = one(&conn, "SELECT COUNT(*) FROM cuda_calls", []);
         drop(conn);
         // INGERO_FOLD_KEEP=DIR keeps each database there, to look inside.

@@ -361,7 +361,10 @@ mod tests {
         a.add(&Event::CallFold(fold), true);
         let (_, t) = a.drain().next().expect("one row");
         assert_eq!((t.count, t.stored, t.sum_dur_ns), (300, 0, 600_000));
-        assert_eq!((t.min_dur_ns, t.max_dur_ns, t.sum_bytes), (1_000, 9_000, 1_228_800));
+        assert_eq!(
+            (t.min_dur_ns, t.max_dur_ns, t.sum_bytes),
+            (1_000, 9_000, 1_228_800)
+        );
         assert_eq!(
             (t.nested.count, t.nested.sum_dur_ns, t.nested.sum_bytes),
             (300, 600_000, 1_228_800)

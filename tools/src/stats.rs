@@ -319,7 +319,11 @@ pub(crate) fn launch_row_weights(
 /// The raw rows of one folded op with their weights under call folding:
 /// rows of at least `keep_ns` stand for themselves (every such call is a
 /// row); the shorter ones share the rest of the op's `calls`.
-pub(crate) fn folded_row_weights(calls: &[&Call], keep_ns: i64, calls_counted: i64) -> Vec<(i64, f64)> {
+pub(crate) fn folded_row_weights(
+    calls: &[&Call],
+    keep_ns: i64,
+    calls_counted: i64,
+) -> Vec<(i64, f64)> {
     let long = calls.iter().filter(|c| c.dur_ns >= keep_ns).count() as i64;
     let short = calls.len() as i64 - long;
     calls
