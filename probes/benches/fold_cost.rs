@@ -91,19 +91,19 @@ fn finish(mut child: std::process::Child) -> f64 {
     line.trim().parse().expect("ns per call")
 }
 
-/// Size of a database with its write-ahead log.
-fn file_bytes(db: &Path) -> u64 {
-    let wal = PathBuf::from(format!("{}-wal", db.display()));
-    [db.to_path_buf(), wal]
-        .iter()
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum()
+/// Size of a database once vacuumed (free pages dropped, the log folded
+/// in), and its raw CUDA rows.
+fn compact_bytes(db: &Path) -> (u64, i64) {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    conn.execute_batch("VACUUM").expect("vacuum");
+    let q = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).expect(sql) };
+    let bytes = q("PRAGMA page_count") * q("PRAGMA page_size");
+    (bytes.max(0) as u64, q("SELECT COUNT(*) FROM cuda_calls"))
 }
 
 /// Captures the loop of `class` (n calls) with `call_rows`; returns its ns
-/// per call and the database's size.
-fn captured(dir: &Path, db: &Path, class: &str, n: u64, call_rows: u32) -> (f64, u64) {
+/// per call, the database's size and its raw CUDA rows.
+fn captured(dir: &Path, db: &Path, class: &str, n: u64, call_rows: u32) -> (f64, u64, i64) {
     let _ = std::fs::remove_file(db);
     let child = spawn(dir, class, n);
     let mut cfg = CaptureConfig::new(Target::Pid(child.id() as i32), db);
@@ -115,7 +115,8 @@ fn captured(dir: &Path, db: &Path, class: &str, n: u64, call_rows: u32) -> (f64,
     let handle = start(cfg).expect("start capture (run as root)");
     let ns = finish(child);
     handle.stop().expect("stop");
-    (ns, file_bytes(db))
+    let (bytes, rows) = compact_bytes(db);
+    (ns, bytes, rows)
 }
 
 /// ns per call with do-nothing probe pairs on the class's functions.
@@ -161,7 +162,7 @@ fn main() {
     let rounds: usize = if bench { 3 } else { 1 };
     let db = tmp.join("fold.db");
     // What any capture writes: schema, catalogue, session.
-    let (_, empty) = captured(
+    let (_, empty, _) = captured(
         &dir,
         &db,
         "copy",
@@ -171,27 +172,29 @@ fn main() {
     let per_m = |bytes: u64| bytes.saturating_sub(empty) as f64 * 1e6 / n as f64;
     println!(
         "op classes: {n} calls per loop (median of {rounds}), ns per call; bytes added to the \
-         database per 1M calls (empty capture: {empty} bytes)"
+         vacuumed database per 1M calls (empty capture: {empty} bytes; 4 KiB pages) and raw rows"
     );
     println!(
-        "  {:<7} {:>9} {:>16} {:>26} {:>14} {:>14}",
+        "  {:<7} {:>9} {:>17} {:>28} {:>12} {:>9} {:>12} {:>9}",
         "class",
         "untraced",
         "floor (+ns)",
-        "default capture (+ns floor)",
+        "default (+ns over floor)",
         "B/1M folded",
-        "B/1M 1 row"
+        "rows",
+        "B/1M 1 row",
+        "rows"
     );
     for class in CLASSES {
         let mut plain = Vec::new();
         let mut floors = Vec::new();
         let mut traced = Vec::new();
-        let mut folded = Vec::new();
-        let mut rows = Vec::new();
+        let (mut folded, mut folded_rows) = (Vec::new(), Vec::new());
+        let (mut unfolded, mut unfolded_rows) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
             plain.push(finish(spawn(&dir, class.name, n)));
             floors.push(floor(&dir, class, n));
-            let (ns, bytes) = captured(
+            let (ns, bytes, rows) = captured(
                 &dir,
                 &db,
                 class.name,
@@ -200,18 +203,22 @@ fn main() {
             );
             traced.push(ns);
             folded.push(per_m(bytes));
-            let (_, bytes) = captured(&dir, &db, class.name, n, 0);
-            rows.push(per_m(bytes));
+            folded_rows.push(rows as f64);
+            let (_, bytes, rows) = captured(&dir, &db, class.name, n, 0);
+            unfolded.push(per_m(bytes));
+            unfolded_rows.push(rows as f64);
         }
         let (p, f, t) = (median(plain), median(floors), median(traced));
         println!(
-            "  {:<7} {p:>9.1} {f:>9.1} (+{:>5.1}) {t:>15.1} (+{:>7.1}, x{:.2}) {:>14.0} {:>14.0}",
+            "  {:<7} {p:>9.1} {f:>9.1} (+{:>5.1}) {t:>12.1} (+{:>6.1}, x{:.2}) {:>12.0} {:>9.0} {:>12.0} {:>9.0}",
             class.name,
             f - p,
             t - f,
             t / f,
             median(folded),
-            median(rows)
+            median(folded_rows),
+            median(unfolded),
+            median(unfolded_rows)
         );
     }
 }
