@@ -200,7 +200,7 @@ fn sample(
         let now = Instant::now();
         if stop_at.is_none() && now >= next_status {
             let ts = links.clock.now_epoch();
-            let with_pcie = status_round % device::PCIE_POLL_EVERY == 0;
+            let with_pcie = status_round.is_multiple_of(device::PCIE_POLL_EVERY);
             status_round += 1;
             for (i, d) in &devices {
                 batch.status.push(device::poll(d, *i, ts, with_pcie, st));
