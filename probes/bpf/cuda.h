@@ -405,66 +405,50 @@ static __always_inline int thread_due(struct thread_calls *t, u64 now)
 	return now > end + FOLD_GAP_NS || now - since >= FOLD_AGE_NS;
 }
 
-/* Folds the returned call `v` of thread `tid` (lasting `dur`) into the
- * thread's slot of its key, taking a free slot for a new key; with every
- * slot taken, the thread's folds are sent first. */
-static __always_inline void fold_call(struct thread_calls *t, u32 pid, u32 tid, u32 op,
-				      struct call_val *v, u64 dur)
+/* The fold slot of thread `t` holding key (op, nested, stream), else a
+ * free one, else -1 (every slot holds another key). */
+static __always_inline int fold_slot(struct thread_calls *t, u32 op, u32 nested, u64 stream)
 {
-	u32 nested = (v->flags & REC_CUDA_NESTED) ? 1 : 0;
-	u64 ts = v->ts;
-	u64 stream = v->stream;
-	u64 bytes = v->size;
 	int free_slot = -1;
 	for (int k = 0; k < FOLD_SLOTS; k++) {
 		struct call_fold *f = &t->fold[k];
-		if (f->n && f->op == op && f->nested == nested && f->stream == stream) {
-			free_slot = k;
-			break;
-		}
+		if (f->n && f->op == op && f->nested == nested && f->stream == stream)
+			return k;
 		if (!f->n && free_slot < 0)
 			free_slot = k;
 	}
-	if (free_slot < 0) {
-		flush_thread(t, pid, tid, ts);
-		free_slot = 0;
-	}
-	u64 th = launch_threads(v);
-	u32 small = th > 0 && th <= SMALL_LAUNCH_THREADS;
-	fold_into(&t->fold[free_slot & (FOLD_SLOTS - 1)], op, nested, stream, ts, dur, bytes, th,
-		  small);
-	if (t->fold_since == 0 || ts < t->fold_since)
-		t->fold_since = ts;
-	if (ts + dur > t->fold_end)
-		t->fold_end = ts + dur;
+	return free_slot;
 }
 
-/* The return of an outer driver launch under launch rows or sampled
- * launch timing: sends its row or folds it, timed, into the thread's run. */
-static __always_inline void launch_return(struct thread_calls *t, u32 pid, u32 tid, u32 op,
-					  u64 now, u64 dur, s64 ret)
+/* Whether a call is nested, as its fold key says it. */
+static __always_inline u32 nested_of(struct call_val *v)
 {
-	struct call_val *v = &t->slot[0];
-	int slow = ret != 0 || dur >= LAUNCH_SLOW_NS;
-	int keep = folding_launches() ? launch_row_kept(t, dur, ret) : 1;
-	if (keep && !slow && folding_calls())
-		keep = budget_allows(t->budget, op, now);
-	if (cfg_launch_sample > 1 && t->learn) {
-		t->learn = 0;
-		learn_launch_time(t, dur);
-	}
-	if (!keep) {
-		add_to_run(t, pid, tid, op, v, v->ts, now, 1);
-		return;
-	}
-	/* Launches folded before this one go first, in order: without call
-	 * folding always, with it before a slow or failed one (with the folds). */
-	if (!folding_calls())
-		flush_run(t, pid, tid, v->ts);
-	else if (slow)
-		flush_thread(t, pid, tid, v->ts);
-	emit_call(op, pid, tid, v, dur, ret);
+	return (v->flags & REC_CUDA_NESTED) ? 1 : 0;
 }
+
+/* Folds the returned call `v` (lasting `dur`) into its thread's slot of
+ * its key, or a free one; with none free (the caller sent the thread's
+ * folds first, so this happens only if it did not), slot 0. */
+static __always_inline void fold_call(struct thread_calls *t, u32 op, struct call_val *v, u64 dur)
+{
+	u32 nested = nested_of(v);
+	int k = fold_slot(t, op, nested, v->stream);
+	if (k < 0)
+		k = 0;
+	u64 th = launch_threads(v);
+	u32 small = th > 0 && th <= SMALL_LAUNCH_THREADS;
+	fold_into(&t->fold[k & (FOLD_SLOTS - 1)], op, nested, v->stream, v->ts, dur, v->size, th,
+		  small);
+	if (t->fold_since == 0 || v->ts < t->fold_since)
+		t->fold_since = v->ts;
+	if (v->ts + dur > t->fold_end)
+		t->fold_end = v->ts + dur;
+}
+
+/* What the return of a call does with it. */
+#define EXIT_EMIT 0       /* send its row */
+#define EXIT_FOLD 1       /* fold it into the thread's fold slot (call_folds.h) */
+#define EXIT_TO_RUN 2     /* fold it, timed, into the thread's launch run */
 
 static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 {
@@ -482,36 +466,71 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 	/* The innermost open call of this function. Calls opened inside it
 	 * that are still open missed their return (the probe was not there
 	 * yet): they go with it. */
-	for (int i = CALL_SLOTS - 1; i >= 0; i--) {
-		if ((u32)i >= depth || t->slot[i].op != op)
-			continue;
-		u64 now = bpf_ktime_get_ns();
-		u64 dur = now - t->slot[i].ts;
-		s64 ret = (s64)(s32)ctx->ax;
-		t->depth = (u32)i;
-		if (i == 0 && is_driver_launch(op) &&
-		    (folding_launches() || (folding_calls() && cfg_launch_sample > 1))) {
-			launch_return(t, pid, tid, op, now, dur, ret);
-			return 0;
+	int found = -1;
+	for (int k = CALL_SLOTS - 1; k >= 0; k--) {
+		if ((u32)k < depth && t->slot[k].op == op) {
+			found = k;
+			break;
 		}
-		if (folding_calls() && foldable(op)) {
-			int slow = ret != 0 || dur >= CALL_KEEP_NS;
-			if (!slow && !budget_allows(t->budget, op, now)) {
-				fold_call(t, pid, tid, op, &t->slot[i], dur);
-				return 0;
-			}
-			/* What the thread did before a slow or failed call goes first. */
-			if (slow)
-				flush_thread(t, pid, tid, t->slot[i].ts);
-		}
-		if (nccl_makes_comm(op))
-			nccl_read_new_comm(t->slot[i].grid, &t->slot[i].stream);
-		emit_call(op, pid, tid, &t->slot[i], dur, ret);
-		if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op) && t->learn) {
+	}
+	if (found < 0)
+		return 0;
+	/* The verifier needs the index bounded; the compiler knows it is. */
+	u32 i = (u32)found;
+	asm volatile("" : "+r"(i));
+	i &= CALL_SLOTS - 1;
+	struct call_val *v = &t->slot[i];
+	u64 now = bpf_ktime_get_ns();
+	u64 dur = now - v->ts;
+	s64 ret = (s64)(s32)ctx->ax;
+	t->depth = i;
+	int action = EXIT_EMIT;
+	int flush = 0;
+	if (i == 0 && is_driver_launch(op) &&
+	    (folding_launches() || (folding_calls() && cfg_launch_sample > 1))) {
+		/* An outer driver launch under launch rows or sampled timing. */
+		int slow = ret != 0 || dur >= LAUNCH_SLOW_NS;
+		int keep = folding_launches() ? launch_row_kept(t, dur, ret) : 1;
+		if (keep && !slow && folding_calls())
+			keep = budget_allows(t->budget, op, now);
+		if (cfg_launch_sample > 1 && t->learn) {
 			t->learn = 0;
 			learn_launch_time(t, dur);
 		}
+		if (!keep)
+			action = EXIT_TO_RUN;
+		else if (!folding_calls())
+			/* Launches folded before this one go first, in order. */
+			flush_run(t, pid, tid, v->ts);
+		else
+			flush = slow;
+	} else if (folding_calls() && foldable(op)) {
+		int slow = ret != 0 || dur >= CALL_KEEP_NS;
+		if (!slow && !budget_allows(t->budget, op, now)) {
+			action = EXIT_FOLD;
+			/* A new key with every slot taken: the thread's folds go. */
+			flush = fold_slot(t, op, nested_of(v), v->stream) < 0;
+		} else {
+			/* What the thread did before a slow or failed call goes first. */
+			flush = slow;
+		}
+	}
+	if (flush)
+		flush_thread(t, pid, tid, v->ts);
+	if (action == EXIT_TO_RUN) {
+		add_to_run(t, pid, tid, op, v, v->ts, now, 1);
 		return 0;
+	}
+	if (action == EXIT_FOLD) {
+		fold_call(t, op, v, dur);
+		return 0;
+	}
+	if (nccl_makes_comm(op))
+		nccl_read_new_comm(v->grid, &v->stream);
+	emit_call(op, pid, tid, v, dur, ret);
+	if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op) && t->learn) {
+		t->learn = 0;
+		learn_launch_time(t, dur);
 	}
 	return 0;
 }

@@ -479,6 +479,54 @@ mod tests {
         assert_eq!(queued, vec![(0, 7 * MS)]);
     }
 
+    fn fold(op_id: u16, ts: i64, last: i64, count: i64, stream: i64) -> CallFold {
+        CallFold {
+            ts_ns: ts,
+            last_ts_ns: last,
+            last_end_ns: last + 10_000,
+            pid: 1,
+            tid: 1,
+            op_id,
+            nested: false,
+            stream,
+            count,
+            dur_ns: 10_000 * count,
+            min_dur_ns: 10_000,
+            max_dur_ns: 10_000,
+            bytes: 0,
+            threads: 0,
+            small: 0,
+        }
+    }
+
+    #[test]
+    fn folds_join_the_burst_and_queue_work_only_after_the_last_sync() {
+        // Copies and short syncs alternating for 0.9 ms, counted in the
+        // kernel (two folds, sent sync first: the order of their last
+        // calls), then a sync that waited 0.5 ms, kept as a row.
+        let copy = OpRole::of("cudaMemcpyAsync", OpClass::Copy);
+        let mut t = ActivityTracker::default();
+        t.add_fold(&fold(41, 50_000, 850_000, 9, 7), sync());
+        t.add_fold(&fold(7, 0, 900_000, 10, 7), copy);
+        t.add(1, 1, MS, MS / 2, 7, sync());
+        let spans = t.finish();
+        let bursts: Vec<_> = spans
+            .iter()
+            .filter(|s| s.kind == ActivityKind::Burst)
+            .map(|s| (s.start_ns, s.end_ns, s.calls, s.api_ns()))
+            .collect();
+        assert_eq!(bursts, vec![(0, 3 * MS / 2, 20, 190_000 + MS / 2)]);
+        // Queued from the copy entered after the last short sync (the
+        // copies lie evenly between their first and last entry), not from
+        // the first copy.
+        let queued: Vec<_> = spans
+            .iter()
+            .filter(|s| s.kind == ActivityKind::Queued)
+            .map(|s| (s.start_ns, s.end_ns))
+            .collect();
+        assert_eq!(queued, vec![(900_000, 3 * MS / 2)]);
+    }
+
     #[test]
     fn roles_follow_the_class() {
         assert_eq!(
