@@ -102,16 +102,21 @@ fn file_bytes(db: &Path) -> u64 {
 /// Captures `workload --op class --bench calls` with the defaults into
 /// `db`; returns the capture's length in seconds.
 fn capture(class: &str, calls: i64, db: &Path) -> f64 {
+    capture_with(class, calls, db, &[])
+}
+
+/// The same, with `env` (NAME=VALUE) for the stand-in.
+fn capture_with(class: &str, calls: i64, db: &Path, env: &[String]) -> f64 {
     let dir = common::standin();
-    let argv: Vec<String> = vec![
-        "env".into(),
-        "INGERO_STANDIN_NESTED=1".into(),
+    let mut argv: Vec<String> = vec!["env".into(), "INGERO_STANDIN_NESTED=1".into()];
+    argv.extend(env.iter().cloned());
+    argv.extend([
         dir.join("workload").display().to_string(),
         "--op".into(),
         class.into(),
         "--bench".into(),
         calls.to_string(),
-    ];
+    ]);
     let mut cfg = CaptureConfig::new(Target::Command(argv), db);
     cfg.libraries = common::standin_libraries();
     cfg.nvml = false;
@@ -198,4 +203,60 @@ fn a_million_calls_of_each_class_stay_under_the_bound_with_exact_counts() {
         );
     }
     eprintln!("{}", report.join("\n"));
+}
+
+/// Every slow call (at least 50 us) and every failed one keeps its raw row
+/// whatever the budget; the others are still counted exactly.
+#[test]
+fn slow_and_failed_calls_always_keep_their_rows() {
+    if !common::can_trace() {
+        return;
+    }
+    const N: i64 = 200_000;
+    const SLOW_EVERY: i64 = 1_000;
+    const FAIL_EVERY: i64 = 997;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = tmp.path().join("slow.db");
+    capture_with(
+        "copy",
+        N,
+        &db,
+        &[
+            format!("INGERO_STANDIN_CALL_SLOW_EVERY={SLOW_EVERY}"),
+            "INGERO_STANDIN_CALL_SLOW_US=200".into(),
+            format!("INGERO_STANDIN_FAIL_EVERY={FAIL_EVERY}"),
+        ],
+    );
+    let conn = Connection::open(&db).expect("open");
+    assert_eq!(
+        one(
+            &conn,
+            "SELECT SUM(count) FROM aggregates WHERE source = 1 AND code = 7",
+            []
+        ),
+        N
+    );
+    // The 1st, the 998th, ...: every failed call is a row with its code.
+    let failed = (N + FAIL_EVERY - 1) / FAIL_EVERY;
+    assert_eq!(
+        one(
+            &conn,
+            "SELECT COUNT(*) FROM cuda_calls WHERE op_id = 7 AND ret = 1",
+            []
+        ),
+        failed
+    );
+    // Every slow call is a row; a fast one preempted that long is one too.
+    let slow = N / SLOW_EVERY;
+    let slow_rows = one(
+        &conn,
+        "SELECT COUNT(*) FROM cuda_calls WHERE op_id = 7 AND dur_ns >= 200000",
+        [],
+    );
+    assert!(
+        (slow..=slow + N / 500).contains(&slow_rows),
+        "{slow_rows} rows of >= 200 us for {slow} slow calls"
+    );
+    let rows = one(&conn, "SELECT COUNT(*) FROM cuda_calls", []);
+    assert!(rows < N / 100, "{rows} raw rows for {N} calls");
 }
