@@ -540,6 +540,48 @@ mod tests {
     }
 
     #[test]
+    fn call_fold_struct_round_trips() {
+        let clock = Clock::measure();
+        let r = RecCallFold {
+            rec: REC_CALL_FOLD,
+            op: 104,
+            cpu: 1,
+            pid: 80,
+            tid: 81,
+            ts: 10_000,
+            last_ts: 20_000,
+            last_end: 20_500,
+            stream: 0x77,
+            dur_sum: 9_000,
+            bytes: 12 * 256,
+            dur_min: 500,
+            dur_max: 1_500,
+            count: 12,
+            nested: 1,
+            threads: 0,
+            small: 0,
+            pad: 0,
+        };
+        let Ok(Record::CallFold(f)) = decode_unaligned(bytes_of(&r), &clock) else {
+            panic!("not a call fold");
+        };
+        assert_eq!(
+            (f.pid, f.tid, f.op_id, f.count, f.nested),
+            (80, 81, 104, 12, true)
+        );
+        assert_eq!(
+            (f.ts_ns, f.last_ts_ns, f.last_end_ns),
+            (
+                clock.to_epoch(10_000),
+                clock.to_epoch(20_000),
+                clock.to_epoch(20_500)
+            )
+        );
+        assert_eq!((f.stream, f.dur_ns, f.bytes), (0x77, 9_000, 3_072));
+        assert_eq!((f.min_dur_ns, f.max_dur_ns), (500, 1_500));
+    }
+
+    #[test]
     fn launch_run_struct_round_trips() {
         let clock = Clock::measure();
         let r = RecLaunchRun {
