@@ -25,6 +25,7 @@ mod folded;
 mod raw;
 
 pub use crate::rows::{AggRow, Call, HostRow, OpInfo, Totals};
+pub use folded::ThreadCalls;
 
 /// Replaces the totals of buckets the window cuts (which also cover time
 /// outside it) with totals rebuilt from the raw rows inside the window.
