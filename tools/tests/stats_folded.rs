@@ -129,3 +129,17 @@ fn the_gpu_thread_s_calls_and_sync_time_come_from_the_activity_spans() {
     assert_eq!(e.cuda_api_ns, all_sync);
     assert!(e.basis.contains("activity spans"), "{}", e.basis);
 }
+
+#[test]
+fn the_idle_breakdown_counts_every_folded_synchronisation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("folded.db");
+    capture(&path);
+    let db = TraceDb::open(&path).expect("open");
+    let ds = ingero_tools::dataset::Dataset::load(&db, &Scope::ALL).expect("dataset");
+    let idle = ingero_tools::idle::idle_of(&ds);
+    let p = idle.iter().find(|p| p.pid == PID).expect("process");
+    // From the 18 raw rows alone it would be 18 synchronisations.
+    assert_eq!(p.sync.syncs, 10_010);
+    assert_eq!(p.sync.time_ns, 10_000 * 5 * US + 10 * 1_000 * US);
+}

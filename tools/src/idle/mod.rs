@@ -203,7 +203,8 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     let long = LongGaps::of(&bound.gaps, measured);
     let utilization = gaps::utilization(p.span, &bound.busy, measured);
     let roles = op_roles(&ds.ops);
-    let sync = launches::sync_stats(ds, &roles, &p.calls);
+    let mut sync = launches::sync_stats(ds, &roles, &p.calls);
+    launches::sync_counts_from_aggregates(ds, &roles, pid, &mut sync);
     let launch_stats = launches::launch_stats(ds, pid, &p.calls, p.span_ns, sync.syncs);
     let rules = launches::rule_checks(
         long.gaps.len(),
