@@ -175,14 +175,15 @@ fn main() {
          vacuumed database per 1M calls (empty capture: {empty} bytes; 4 KiB pages) and raw rows"
     );
     println!(
-        "  {:<7} {:>9} {:>17} {:>28} {:>12} {:>9} {:>12} {:>9}",
+        "  {:<7} {:>9} {:>17} {:>28} {:>12} {:>9} {:>10} {:>12} {:>9}",
         "class",
         "untraced",
         "floor (+ns)",
         "default (+ns over floor)",
         "B/1M folded",
         "rows",
-        "B/1M 1 row",
+        "1 row: ns",
+        "B/1M",
         "rows"
     );
     for class in CLASSES {
@@ -191,6 +192,7 @@ fn main() {
         let mut traced = Vec::new();
         let (mut folded, mut folded_rows) = (Vec::new(), Vec::new());
         let (mut unfolded, mut unfolded_rows) = (Vec::new(), Vec::new());
+        let mut unfolded_ns = Vec::new();
         for _ in 0..rounds {
             plain.push(finish(spawn(&dir, class.name, n)));
             floors.push(floor(&dir, class, n));
@@ -204,19 +206,21 @@ fn main() {
             traced.push(ns);
             folded.push(per_m(bytes));
             folded_rows.push(rows as f64);
-            let (_, bytes, rows) = captured(&dir, &db, class.name, n, 0);
+            let (ns, bytes, rows) = captured(&dir, &db, class.name, n, 0);
+            unfolded_ns.push(ns);
             unfolded.push(per_m(bytes));
             unfolded_rows.push(rows as f64);
         }
         let (p, f, t) = (median(plain), median(floors), median(traced));
         println!(
-            "  {:<7} {p:>9.1} {f:>9.1} (+{:>5.1}) {t:>12.1} (+{:>6.1}, x{:.2}) {:>12.0} {:>9.0} {:>12.0} {:>9.0}",
+            "  {:<7} {p:>9.1} {f:>9.1} (+{:>5.1}) {t:>12.1} (+{:>6.1}, x{:.2}) {:>12.0} {:>9.0} {:>10.1} {:>12.0} {:>9.0}",
             class.name,
             f - p,
             t - f,
             t / f,
             median(folded),
             median(folded_rows),
+            median(unfolded_ns),
             median(unfolded),
             median(unfolded_rows)
         );
