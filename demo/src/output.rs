@@ -205,7 +205,7 @@ impl Counts {
     fn add(&mut self, events: &[Event]) {
         for e in events {
             match e {
-                Event::Cuda(_) | Event::LaunchRun(_) => self.cuda += 1,
+                Event::Cuda(_) | Event::LaunchRun(_) | Event::CallFold(_) => self.cuda += 1,
                 Event::Host(_) => self.host += 1,
             }
         }

@@ -12,6 +12,7 @@
 #include "common.h"
 #include "launch_geometry.h"
 #include "nccl_args.h"
+#include "call_folds.h"
 
 struct call_val {
 	u64 ts;
@@ -71,6 +72,10 @@ struct thread_calls {
 	u32 pad;
 	struct launch_run run;
 	struct call_val slot[CALL_SLOTS];
+	u64 fold_since; /* first entry among its pending folds, 0 when none */
+	u64 fold_end;   /* latest return among them */
+	struct call_fold fold[FOLD_SLOTS];
+	struct row_budget budget[BUDGET_SLOTS];
 };
 
 /* Sampled launch timing (set by the loader): 0 or 1 = every call timed;
@@ -363,6 +368,88 @@ static __always_inline int launch_row_kept(struct thread_calls *t, u64 dur, s64 
 	return n % cfg_launch_rows == 0 || ret != 0 || dur >= LAUNCH_SLOW_NS;
 }
 
+/* Whether a call of `op` may be folded (call_folds.h): a CUDA call (an
+ * outer driver launch under launch rows or sampled timing goes to the
+ * thread's launch run before this is asked; NCCL calls are never sampled). */
+static __always_inline int foldable(u32 op)
+{
+	return op < 200;
+}
+
+/* Sends every pending fold of thread `tid` and its launch run, its last
+ * untimed launch bounded by `now` (0: unknown). */
+static __always_inline void flush_thread(struct thread_calls *t, u32 pid, u32 tid, u64 now)
+{
+	flush_run(t, pid, tid, now);
+	for (int k = 0; k < FOLD_SLOTS; k++)
+		send_fold(&t->fold[k], pid, tid);
+	t->fold_since = 0;
+	t->fold_end = 0;
+}
+
+/* True when the thread's pending folds and launch run are due at `now`:
+ * after a gap of FOLD_GAP_NS since the latest of them returned, or once the
+ * oldest is FOLD_AGE_NS old. */
+static __always_inline int thread_due(struct thread_calls *t, u64 now)
+{
+	u64 since = t->fold_since;
+	u64 end = t->fold_end;
+	if (t->run.n) {
+		if (since == 0 || t->run.first_ts < since)
+			since = t->run.first_ts;
+		if (t->run.last_end > end)
+			end = t->run.last_end;
+	}
+	if (since == 0)
+		return 0;
+	return now > end + FOLD_GAP_NS || now - since >= FOLD_AGE_NS;
+}
+
+/* The fold slot of thread `t` holding key (op, nested, stream), else a
+ * free one, else -1 (every slot holds another key). */
+static __always_inline int fold_slot(struct thread_calls *t, u32 op, u32 nested, u64 stream)
+{
+	int free_slot = -1;
+	for (int k = 0; k < FOLD_SLOTS; k++) {
+		struct call_fold *f = &t->fold[k];
+		if (f->n && f->op == op && f->nested == nested && f->stream == stream)
+			return k;
+		if (!f->n && free_slot < 0)
+			free_slot = k;
+	}
+	return free_slot;
+}
+
+/* Whether a call is nested, as its fold key says it. */
+static __always_inline u32 nested_of(struct call_val *v)
+{
+	return (v->flags & REC_CUDA_NESTED) ? 1 : 0;
+}
+
+/* Folds the returned call `v` (lasting `dur`) into its thread's slot of
+ * its key, or a free one; with none free (the caller sent the thread's
+ * folds first, so this happens only if it did not), slot 0. */
+static __always_inline void fold_call(struct thread_calls *t, u32 op, struct call_val *v, u64 dur)
+{
+	u32 nested = nested_of(v);
+	int k = fold_slot(t, op, nested, v->stream);
+	if (k < 0)
+		k = 0;
+	u64 th = launch_threads(v);
+	u32 small = th > 0 && th <= SMALL_LAUNCH_THREADS;
+	fold_into(&t->fold[k & (FOLD_SLOTS - 1)], op, nested, v->stream, v->ts, dur, v->size, th,
+		  small);
+	if (t->fold_since == 0 || v->ts < t->fold_since)
+		t->fold_since = v->ts;
+	if (v->ts + dur > t->fold_end)
+		t->fold_end = v->ts + dur;
+}
+
+/* What the return of a call does with it. */
+#define EXIT_EMIT 0       /* send its row */
+#define EXIT_FOLD 1       /* fold it into the thread's fold slot (call_folds.h) */
+#define EXIT_TO_RUN 2     /* fold it, timed, into the thread's launch run */
+
 static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 {
 	/* A call returning after the stop stays in the table, where user space
@@ -371,6 +458,7 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
+	u32 pid = (u32)(id >> 32);
 	struct thread_calls *t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return 0;
@@ -378,30 +466,71 @@ static __always_inline int call_exit(struct ingero_regs *ctx, u32 op)
 	/* The innermost open call of this function. Calls opened inside it
 	 * that are still open missed their return (the probe was not there
 	 * yet): they go with it. */
-	for (int i = CALL_SLOTS - 1; i >= 0; i--) {
-		if ((u32)i >= depth || t->slot[i].op != op)
-			continue;
-		u64 now = bpf_ktime_get_ns();
-		u64 dur = now - t->slot[i].ts;
-		s64 ret = (s64)(s32)ctx->ax;
-		t->depth = (u32)i;
-		if (i == 0 && is_driver_launch(op) && folding_launches()) {
-			if (!launch_row_kept(t, dur, ret)) {
-				add_to_run(t, (u32)(id >> 32), tid, op, &t->slot[0],
-					   t->slot[0].ts, now, 1);
-				return 0;
-			}
-			/* Launches folded before this one go first, in order. */
-			flush_run(t, (u32)(id >> 32), tid, t->slot[0].ts);
+	int found = -1;
+	for (int k = CALL_SLOTS - 1; k >= 0; k--) {
+		if ((u32)k < depth && t->slot[k].op == op) {
+			found = k;
+			break;
 		}
-		if (nccl_makes_comm(op))
-			nccl_read_new_comm(t->slot[i].grid, &t->slot[i].stream);
-		emit_call(op, (u32)(id >> 32), tid, &t->slot[i], dur, ret);
-		if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op) && t->learn) {
+	}
+	if (found < 0)
+		return 0;
+	/* The verifier needs the index bounded; the compiler knows it is. */
+	u32 i = (u32)found;
+	asm volatile("" : "+r"(i));
+	i &= CALL_SLOTS - 1;
+	struct call_val *v = &t->slot[i];
+	u64 now = bpf_ktime_get_ns();
+	u64 dur = now - v->ts;
+	s64 ret = (s64)(s32)ctx->ax;
+	t->depth = i;
+	int action = EXIT_EMIT;
+	int flush = 0;
+	if (i == 0 && is_driver_launch(op) &&
+	    (folding_launches() || (folding_calls() && cfg_launch_sample > 1))) {
+		/* An outer driver launch under launch rows or sampled timing. */
+		int slow = ret != 0 || dur >= LAUNCH_SLOW_NS;
+		int keep = folding_launches() ? launch_row_kept(t, dur, ret) : 1;
+		if (keep && !slow && folding_calls())
+			keep = budget_allows(t->budget, op, now);
+		if (cfg_launch_sample > 1 && t->learn) {
 			t->learn = 0;
 			learn_launch_time(t, dur);
 		}
+		if (!keep)
+			action = EXIT_TO_RUN;
+		else if (!folding_calls())
+			/* Launches folded before this one go first, in order. */
+			flush_run(t, pid, tid, v->ts);
+		else
+			flush = slow;
+	} else if (folding_calls() && foldable(op)) {
+		int slow = ret != 0 || dur >= CALL_KEEP_NS;
+		if (!slow && !budget_allows(t->budget, op, now)) {
+			action = EXIT_FOLD;
+			/* A new key with every slot taken: the thread's folds go. */
+			flush = fold_slot(t, op, nested_of(v), v->stream) < 0;
+		} else {
+			/* What the thread did before a slow or failed call goes first. */
+			flush = slow;
+		}
+	}
+	if (flush)
+		flush_thread(t, pid, tid, v->ts);
+	if (action == EXIT_TO_RUN) {
+		add_to_run(t, pid, tid, op, v, v->ts, now, 1);
 		return 0;
+	}
+	if (action == EXIT_FOLD) {
+		fold_call(t, op, v, dur);
+		return 0;
+	}
+	if (nccl_makes_comm(op))
+		nccl_read_new_comm(v->grid, &v->stream);
+	emit_call(op, pid, tid, v, dur, ret);
+	if (cfg_launch_sample > 1 && i == 0 && is_driver_launch(op) && t->learn) {
+		t->learn = 0;
+		learn_launch_time(t, dur);
 	}
 	return 0;
 }
@@ -436,10 +565,17 @@ static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
 {
 	u32 depth = t->depth;
 	u64 now = bpf_ktime_get_ns();
-	/* Launches counted before this call go first, in order; an outer
-	 * driver launch that may be folded decides at its return. */
-	if (!(depth == 0 && is_driver_launch(op) && folding_launches()))
+	if (folding_calls()) {
+		/* The run's last untimed launch returned before this call; the
+		 * thread's folds go after a gap or once old (call_folds.h). */
+		bound_last(&t->run, now);
+		if (thread_due(t, now))
+			flush_thread(t, (u32)(id >> 32), (u32)id, now);
+	} else if (!(depth == 0 && is_driver_launch(op) && folding_launches())) {
+		/* Launches counted before this call go first, in order; an outer
+		 * driver launch that may be folded decides at its return. */
 		flush_run(t, (u32)(id >> 32), (u32)id, now);
+	}
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i < depth && t->slot[i].op == op) {
 			depth = (u32)i;
@@ -455,7 +591,11 @@ static __always_inline void open_call(struct thread_calls *t, u64 id, u32 op,
 		count_loss(LOSS_CALL_MAP);
 		return;
 	}
-	t->slot[depth & (CALL_SLOTS - 1)] = *v;
+	/* The compiler knows depth < CALL_SLOTS here and would drop the mask
+	 * the verifier needs to bound the index: hide the value from it. */
+	u32 at = depth;
+	asm volatile("" : "+r"(at));
+	t->slot[at & (CALL_SLOTS - 1)] = *v;
 	t->depth = depth + 1;
 }
 
@@ -505,6 +645,8 @@ static __always_inline int launch_enter_sampled(u64 id, u32 op, struct call_val 
 		open_call(t, id, op, v);
 		return 0;
 	}
+	if (folding_calls() && thread_due(t, now))
+		flush_thread(t, (u32)(id >> 32), tid, now);
 	add_to_run(t, (u32)(id >> 32), tid, op, v, now, now, 0);
 	return 1;
 }
@@ -708,7 +850,7 @@ static __always_inline void end_open_calls(u32 pid, u32 tid)
 	if (!t)
 		return;
 	u64 now = bpf_ktime_get_ns();
-	flush_run(t, pid, tid, now);
+	flush_thread(t, pid, tid, now);
 	for (int i = 0; i < CALL_SLOTS; i++) {
 		if ((u32)i >= t->depth)
 			break;

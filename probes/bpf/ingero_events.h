@@ -14,6 +14,7 @@
 #define REC_STACK 5  /* struct rec_stack: a user + kernel stack sample */
 #define REC_PAGES 6  /* struct rec_pages: a run of page allocations (page_runs.h) */
 #define REC_LAUNCH_RUN 7 /* struct rec_launch_run: untimed launches of one thread (cuda.h) */
+#define REC_CALL_FOLD 8 /* struct rec_call_fold: other calls of one thread counted in the kernel (call_folds.h) */
 
 /* Host kinds, same numbers as the store's HostKind. */
 #define HK_SWITCH 1
@@ -119,6 +120,31 @@ struct rec_launch_run {
 	u64 dur_min;  /* shortest timed one (~0 when none) */
 	u64 dur_max;  /* longest timed one */
 	u64 bound_sum; /* summed bounds of the bounded untimed ones */
+};
+
+/* Calls of one function, nesting and stream of a thread counted in the
+ * kernel instead of sent one by one (call_folds.h): every one succeeded
+ * and lasted less than 50 us; their count, summed duration and bytes are
+ * exact. */
+struct rec_call_fold {
+	u32 rec;
+	u16 op;
+	u16 cpu;
+	u32 pid;
+	u32 tid;
+	u64 ts;       /* first call's entry */
+	u64 last_ts;  /* last call's entry */
+	u64 last_end; /* last call's return */
+	u64 stream;
+	u64 dur_sum;  /* summed durations */
+	u64 bytes;    /* summed bytes arguments */
+	u32 dur_min;  /* shortest */
+	u32 dur_max;  /* longest */
+	u32 count;    /* calls */
+	u32 nested;   /* 1: made inside another probed call of the thread */
+	u64 threads;  /* kernel launches: grid x block summed (saturating) */
+	u32 small;    /* kernel launches of 1..65,536 threads */
+	u32 pad;
 };
 
 struct rec_proc {

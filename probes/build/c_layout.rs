@@ -42,11 +42,17 @@ pub const HEADERS: &[Header] = &[
             ("rec_host", "RecHost"),
             ("rec_pages", "RecPages"),
             ("rec_launch_run", "RecLaunchRun"),
+            ("rec_call_fold", "RecCallFold"),
             ("rec_proc", "RecProc"),
             ("rec_stack", "RecStack"),
             ("rec_notice", "RecNotice"),
         ],
         defines: Defines::All,
+    },
+    Header {
+        file: "call_folds.h",
+        structs: &[("call_fold", "FoldVal"), ("row_budget", "RowBudget")],
+        defines: Defines::Only(&["FOLD_SLOTS", "BUDGET_SLOTS"]),
     },
     Header {
         file: "cuda.h",

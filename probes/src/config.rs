@@ -83,7 +83,31 @@ pub struct CaptureConfig {
     /// with their measured durations (aggregates exact, no raw row), so
     /// most launches cost the probe pair and no ring record.
     pub launch_rows: u32,
+    /// Call folding (`bpf/call_folds.h`): 0 sends one record (one raw row)
+    /// per call; N > 0 keeps, per thread and op, at most N raw rows per
+    /// second of the calls that succeeded in less than 50 us (and holds the
+    /// launch rows above to the same budget); every failed or slower call
+    /// keeps its row; the others are counted in the kernel (count, time,
+    /// bytes, extremes exact: aggregates and activity spans, no raw row).
+    pub call_rows: u32,
 }
+
+/// Default call folding: raw rows per second per thread and op of fast,
+/// successful calls. With it a thread adds at most
+/// [`BOUND_BYTES_PER_THREAD_S`] to the database per second, whatever its
+/// call rate.
+pub const DEFAULT_CALL_ROWS: u32 = 8;
+
+/// The stated bound of the default capture: bytes per second that the CUDA
+/// calls of one traced thread which succeed in under 50 us add to the
+/// database, at any call rate (README "Capture size"; `tests/fold_bound.rs`
+/// holds 1M-call loops of every op class to it). Its parts at worst: 16
+/// budget slots x 8 sampled raw rows (about 14 KB), one aggregate row per
+/// op and second, one activity span per burst (a burst ends at a 1 ms gap:
+/// at most 1,000 per second, about 60 KB). Failed calls, and calls of 50 us
+/// or more (at most 20,000 per second and thread), keep one row each on
+/// top of it.
+pub const BOUND_BYTES_PER_THREAD_S: u64 = 128 * 1024;
 
 /// Default launch rows: one outer launch in this many keeps its raw row.
 pub const DEFAULT_LAUNCH_ROWS: u32 = 32;
@@ -124,6 +148,7 @@ impl CaptureConfig {
             python_stacks: true,
             launch_sample: DEFAULT_LAUNCH_SAMPLE,
             launch_rows: DEFAULT_LAUNCH_ROWS,
+            call_rows: DEFAULT_CALL_ROWS,
         }
     }
 

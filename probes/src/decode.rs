@@ -6,8 +6,9 @@ use crate::clock::Clock;
 use crate::open_calls::RunVal;
 use crate::page_runs::PageRun;
 use crate::records::{
-    RecCuda, RecHost, RecLaunchRun, RecNotice, RecPages, RecProc, RecStack, REC_CUDA, REC_HOST,
-    REC_LAUNCH_RUN, REC_MAPEXEC, REC_PAGES, REC_PROC, REC_STACK, STACK_OFF_CPU, STACK_ON_CPU,
+    FoldVal, RecCallFold, RecCuda, RecHost, RecLaunchRun, RecNotice, RecPages, RecProc, RecStack,
+    REC_CALL_FOLD, REC_CUDA, REC_HOST, REC_LAUNCH_RUN, REC_MAPEXEC, REC_PAGES, REC_PROC, REC_STACK,
+    STACK_OFF_CPU, STACK_ON_CPU,
 };
 use bytemuck::Pod;
 use ingero_store::{CudaCall, HostEvent, HostKind, StackKind};
@@ -28,6 +29,8 @@ pub enum Record {
     Proc(HostEvent, String),
     /// Launches of one thread counted in the kernel.
     LaunchRun(ingero_store::LaunchRun),
+    /// Other calls of one thread counted in the kernel (call folding).
+    CallFold(ingero_store::CallFold),
     /// A stack sample (on-CPU, or a CUDA thread leaving the CPU).
     Stack(RawStack),
     /// A traced process mapped executable code (a library may have appeared).
@@ -97,6 +100,7 @@ pub fn decode(b: &[u8], clock: &Clock) -> Result<Record, DecodeError> {
     match tag {
         REC_CUDA => Ok(cuda(&read(b, tag)?, clock)),
         REC_LAUNCH_RUN => Ok(launch_run(&read(b, tag)?, clock)),
+        REC_CALL_FOLD => Ok(call_fold(&read(b, tag)?, clock)),
         REC_HOST => host(&read(b, tag)?, clock),
         REC_PROC => proc(&read(b, tag)?, clock),
         REC_PAGES => Ok(Record::Host(page_run(&read(b, tag)?, clock))),
@@ -157,6 +161,27 @@ fn launch_run(r: &RecLaunchRun, clock: &Clock) -> Record {
         last_open: 0,
     };
     Record::LaunchRun(run.to_launch_run(r.pid as i32, r.tid as i32, r.est_ns, clock))
+}
+
+fn call_fold(r: &RecCallFold, clock: &Clock) -> Record {
+    // The record carries the thread's fold slot as the table holds it.
+    let fold = FoldVal {
+        first_ts: r.ts,
+        last_ts: r.last_ts,
+        last_end: r.last_end,
+        stream: r.stream,
+        dur_sum: r.dur_sum,
+        bytes: r.bytes,
+        dur_min: r.dur_min,
+        dur_max: r.dur_max,
+        n: r.count,
+        op: r.op,
+        nested: u16::from(r.nested != 0),
+        threads: r.threads,
+        small: r.small,
+        pad: 0,
+    };
+    Record::CallFold(fold.to_call_fold(r.pid as i32, r.tid as i32, clock))
 }
 
 fn host_kind(id: u16) -> Result<HostKind, DecodeError> {
@@ -512,6 +537,48 @@ mod tests {
             panic!("not a proc record");
         };
         assert_eq!(name, "sixteen-bytes-xx");
+    }
+
+    #[test]
+    fn call_fold_struct_round_trips() {
+        let clock = Clock::measure();
+        let r = RecCallFold {
+            rec: REC_CALL_FOLD,
+            op: 104,
+            cpu: 1,
+            pid: 80,
+            tid: 81,
+            ts: 10_000,
+            last_ts: 20_000,
+            last_end: 20_500,
+            stream: 0x77,
+            dur_sum: 9_000,
+            bytes: 12 * 256,
+            dur_min: 500,
+            dur_max: 1_500,
+            count: 12,
+            nested: 1,
+            threads: 0,
+            small: 0,
+            pad: 0,
+        };
+        let Ok(Record::CallFold(f)) = decode_unaligned(bytes_of(&r), &clock) else {
+            panic!("not a call fold");
+        };
+        assert_eq!(
+            (f.pid, f.tid, f.op_id, f.count, f.nested),
+            (80, 81, 104, 12, true)
+        );
+        assert_eq!(
+            (f.ts_ns, f.last_ts_ns, f.last_end_ns),
+            (
+                clock.to_epoch(10_000),
+                clock.to_epoch(20_000),
+                clock.to_epoch(20_500)
+            )
+        );
+        assert_eq!((f.stream, f.dur_ns, f.bytes), (0x77, 9_000, 3_072));
+        assert_eq!((f.min_dur_ns, f.max_dur_ns), (500, 1_500));
     }
 
     #[test]

@@ -9,11 +9,11 @@ use crate::clock::Clock;
 use crate::records::REC_CUDA_NESTED;
 use aya::maps::{HashMap as BpfHashMap, Map, MapData, MapError};
 use ingero_store::catalog::unfinished;
-use ingero_store::{CudaCall, LaunchRun};
+use ingero_store::{CallFold, CudaCall, LaunchRun};
 
 // The table layouts live with the other kernel layouts in `records`; they
 // stay reachable here, where the table is read.
-pub use crate::records::{CallVal, RunVal, ThreadCalls, CALL_SLOTS};
+pub use crate::records::{CallVal, FoldVal, RunVal, ThreadCalls, CALL_SLOTS};
 
 impl ThreadCalls {
     /// The calls this thread is inside, outermost first.
@@ -46,6 +46,36 @@ impl RunVal {
             timed_max_ns: ns(self.dur_max),
             bounded: i64::from(self.bounded),
             bound_ns: ns(self.bound_sum),
+        }
+    }
+}
+
+impl FoldVal {
+    /// The store's view of this fold of thread `tid` in process `pid`: the
+    /// one conversion of a kernel fold, whether it came as a ring record or
+    /// was left in the table.
+    pub fn to_call_fold(&self, pid: i32, tid: i32, clock: &Clock) -> CallFold {
+        let ns = |v: u64| v.min(i64::MAX as u64) as i64;
+        CallFold {
+            ts_ns: clock.to_epoch(self.first_ts),
+            last_ts_ns: clock.to_epoch(self.last_ts),
+            last_end_ns: clock.to_epoch(self.last_end),
+            pid,
+            tid,
+            op_id: self.op,
+            nested: self.nested != 0,
+            stream: self.stream as i64,
+            count: i64::from(self.n),
+            dur_ns: ns(self.dur_sum),
+            min_dur_ns: if self.n > 0 {
+                i64::from(self.dur_min)
+            } else {
+                0
+            },
+            max_dur_ns: i64::from(self.dur_max),
+            bytes: ns(self.bytes),
+            threads: ns(self.threads),
+            small: i64::from(self.small),
         }
     }
 }
@@ -89,6 +119,27 @@ impl OpenCalls {
             .collect();
         runs.sort_by_key(|r| r.ts_ns);
         runs
+    }
+
+    /// The folds of calls counted in the kernel still pending in the table
+    /// (their threads made no call that sent them before the stop). Call
+    /// once, after the probes are detached.
+    pub fn left_folds(&self, clock: &Clock) -> Vec<CallFold> {
+        let mut folds: Vec<CallFold> = self
+            .map
+            .iter()
+            .filter_map(Result::ok)
+            .flat_map(|(tid, t)| {
+                let pid = t.slot[0].pid;
+                let pid = if pid != 0 { pid as i32 } else { tid as i32 };
+                t.fold
+                    .into_iter()
+                    .filter(|f| f.n > 0)
+                    .map(move |f| f.to_call_fold(pid, tid as i32, clock))
+            })
+            .collect();
+        folds.sort_by_key(|f| f.last_ts_ns);
+        folds
     }
 
     /// The calls left in the table, as store rows ending at `stopped_ns`

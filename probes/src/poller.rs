@@ -257,6 +257,7 @@ impl RecordRoutes {
         let (pid, ts) = match &record {
             Record::Cuda(c) | Record::Nccl(c, _) => (c.pid, c.ts_ns),
             Record::LaunchRun(r) => (r.pid, r.ts_ns),
+            Record::CallFold(f) => (f.pid, f.ts_ns),
             Record::Host(h) | Record::Proc(h, _) => (h.pid, h.ts_ns),
             Record::Stack(s) => (s.pid, s.ts_ns),
             Record::MapExec { pid, ts_ns } => (*pid, *ts_ns),
@@ -273,6 +274,10 @@ impl RecordRoutes {
             Record::LaunchRun(r) => {
                 st.add_run(&r);
                 self.batch.push(Event::LaunchRun(r));
+            }
+            Record::CallFold(f) => {
+                st.add_fold(&f);
+                self.batch.push(Event::CallFold(f));
             }
             Record::Nccl(c, n) => {
                 st.add_cuda(&c);

@@ -276,6 +276,7 @@ fn programs_item() -> CheckItem {
         offcpu_stacks: false,
         launch_sample: 0,
         launch_rows: 0,
+        call_rows: 0,
     });
     match loaded {
         Ok(p) => item(

@@ -210,6 +210,7 @@ fn a_full_ring_buffer_counts_every_dropped_record() {
             // counted drop.
             cfg.launch_sample = 0;
             cfg.launch_rows = 1;
+            cfg.call_rows = 0;
             cfg.poll_interval = Duration::from_millis(200);
         },
     );
@@ -291,7 +292,12 @@ fn a_library_unloaded_and_loaded_again_is_still_traced() {
     let conn = Connection::open(&db).expect("open");
     // 50 launches before the unload, 30 after loading it again.
     assert_eq!(
-        one(&conn, "SELECT COUNT(*) FROM cuda_calls WHERE op_id = 3", []),
+        // Every launch counted (fast ones are folded in the kernel: no raw row).
+        one(
+            &conn,
+            "SELECT SUM(count) FROM aggregates WHERE source = 1 AND code = 3",
+            []
+        ),
         80
     );
     assert_eq!(
@@ -414,7 +420,12 @@ fn a_probed_library_deleted_from_disk_keeps_being_traced() {
     assert_eq!(summary.status.drops, 0);
     let conn = Connection::open(&db).expect("open");
     assert_eq!(
-        one(&conn, "SELECT COUNT(*) FROM cuda_calls WHERE op_id = 3", []),
+        // Every launch counted (fast ones are folded in the kernel: no raw row).
+        one(
+            &conn,
+            "SELECT SUM(count) FROM aggregates WHERE source = 1 AND code = 3",
+            []
+        ),
         100
     );
     readable(&db);

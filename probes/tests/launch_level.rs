@@ -36,6 +36,8 @@ fn capture_sampled(db: &Path, nested: bool, launch_sample: u32) {
     cfg.duration = Some(std::time::Duration::from_secs(60));
     cfg.ring_bytes = 64 << 20;
     cfg.launch_sample = launch_sample;
+    // Every timed launch a row, as these tests count them (no row budget).
+    cfg.call_rows = 0;
     let summary = start(cfg).expect("start").wait().expect("capture");
     assert_eq!(summary.reason, StopReason::TargetExited);
     assert_eq!(summary.command_exit, Some(0));
@@ -366,6 +368,9 @@ fn capture_bench(db: &Path, launch_sample: u32) -> i64 {
     cfg.ring_bytes = 64 << 20;
     assert_eq!(cfg.launch_rows, 32, "launch rows are the default");
     cfg.launch_sample = launch_sample;
+    // Launch rows and sampled timing on their own: no row budget
+    // (tests/fold_bound.rs holds launches to it).
+    cfg.call_rows = 0;
     let summary = start(cfg).expect("start").wait().expect("capture");
     assert_eq!(summary.command_exit, Some(0));
     assert_eq!(summary.status.drops, 0);

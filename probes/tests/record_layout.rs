@@ -28,6 +28,7 @@ fn mirrors() -> Vec<(&'static str, usize, usize)> {
         "rec_host" => RecHost,
         "rec_pages" => RecPages,
         "rec_launch_run" => RecLaunchRun,
+        "rec_call_fold" => RecCallFold,
         "rec_proc" => RecProc,
         "rec_stack" => RecStack,
         "rec_notice" => RecNotice,
@@ -35,6 +36,8 @@ fn mirrors() -> Vec<(&'static str, usize, usize)> {
         "launch_run" => RunVal,
         "thread_calls" => ThreadCalls,
         "page_run" => PageRun,
+        "call_fold" => FoldVal,
+        "row_budget" => RowBudget,
     ]
 }
 
@@ -71,7 +74,7 @@ fn the_headers_lay_out_as_the_rust_mirrors() {
         panic!("the checks of the real headers fail");
     };
     assert!(source.contains("offset_of!(RecStack, kernel) == 1048"));
-    assert!(source.contains("size_of::<ThreadCalls>() == 416"));
+    assert!(source.contains("size_of::<ThreadCalls>() == 1328"));
 }
 
 #[test]
@@ -83,6 +86,7 @@ fn the_record_and_loss_numbers_are_the_headers() {
         .unwrap_or_else(|e| panic!("{e}"));
     let value = |name: &str| parsed.defines.iter().find(|d| d.0 == name).map(|d| d.1);
     assert_eq!(value("REC_LAUNCH_RUN"), Some(i128::from(REC_LAUNCH_RUN)));
+    assert_eq!(value("REC_CALL_FOLD"), Some(i128::from(REC_CALL_FOLD)));
     assert_eq!(value("LOSS_UNFINISHED"), Some(i128::from(LOSS_UNFINISHED)));
     assert_eq!(value("RET_THREAD_EXITED"), Some(-1));
     assert_eq!(value("STACK_KERNEL_FRAMES"), Some(48));

@@ -22,6 +22,7 @@ fn traced_calls(multi: bool) -> Vec<CudaCall> {
         offcpu_stacks: false,
         launch_sample: 0,
         launch_rows: 0,
+        call_rows: 0,
     })
     .expect("load");
     assert_eq!(

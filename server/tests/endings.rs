@@ -276,7 +276,9 @@ fn a_full_disk_stops_the_capture_at_once_and_the_file_says_why() {
             .collect::<Vec<_>>();
         // Its output goes beside the mount, not into it.
         let logs = dir.path().join(format!("full-{size}"));
-        let out = Traced::start(&db, &logs, &[], &run, "0").wait();
+        // One raw row per call (no call folding), so the calls fill the disk.
+        let rows_per_call = ["--call-rows".to_string(), "0".to_string()];
+        let out = Traced::start(&db, &logs, &rows_per_call, &run, "0").wait();
         let exited_ns = now_ns();
         let took = t0.elapsed();
         let pid = target_pid(&db);

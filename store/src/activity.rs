@@ -19,6 +19,7 @@
 //! Nested calls (the driver half of a runtime call) are left out: their time
 //! is inside the outer call already.
 
+use crate::call_fold::CallFold;
 use crate::catalog::OpClass;
 use std::collections::{BTreeMap, HashMap};
 
@@ -200,6 +201,109 @@ struct ThreadState {
     /// Stream -> start of the first work queued on it since its last sync.
     pending: BTreeMap<i64, i64>,
     last_end: i64,
+    /// Entry of the thread's latest synchronisation of every stream, and
+    /// per stream of its latest stream synchronisation: work entered before
+    /// them was already waited for, whatever order it reaches the tracker in
+    /// (calls counted in the kernel arrive after calls kept as rows).
+    synced_all: i64,
+    synced: BTreeMap<i64, i64>,
+}
+
+impl ThreadState {
+    /// Adds `calls` calls spending `api_ns` in `part`, lying between
+    /// `start` and `end`, to the thread's burst (or starts a new one).
+    fn burst(&mut self, closed: &mut Vec<ActivitySpan>, at: BurstPart) {
+        match &mut self.burst {
+            Some(b) if at.start < b.end_ns + BURST_GAP_NS && at.end > b.start_ns - BURST_GAP_NS => {
+                b.start_ns = b.start_ns.min(at.start);
+                b.end_ns = b.end_ns.max(at.end);
+                b.calls += at.calls;
+                b.parts[at.part.index()] += at.api_ns;
+            }
+            open => {
+                if let Some(done) = open.take() {
+                    closed.push(done);
+                }
+                let mut parts = [0; 5];
+                parts[at.part.index()] = at.api_ns;
+                *open = Some(ActivitySpan {
+                    pid: at.pid,
+                    tid: at.tid,
+                    kind: ActivityKind::Burst,
+                    start_ns: at.start,
+                    end_ns: at.end,
+                    calls: at.calls,
+                    parts,
+                });
+            }
+        }
+        self.last_end = self.last_end.max(at.end);
+    }
+
+    /// The moment work queued on `stream` must follow to still be pending.
+    fn synced_before(&self, stream: i64) -> i64 {
+        self.synced_all
+            .max(self.synced.get(&stream).copied().unwrap_or(i64::MIN))
+    }
+
+    /// A synchronisation entered at `ts` ending at `end`: work queued before
+    /// it is done; when it `waited`, that work was queued until `end`.
+    fn sync(&mut self, closed: &mut Vec<ActivitySpan>, at: SyncAt, role: OpRole) {
+        let queued = |start: i64| ActivitySpan {
+            pid: at.pid,
+            tid: at.tid,
+            kind: ActivityKind::Queued,
+            start_ns: start,
+            end_ns: at.end,
+            calls: 0,
+            parts: [0; 5],
+        };
+        if role.device_wide || at.stream == 0 {
+            self.synced_all = self.synced_all.max(at.ts);
+            let (done, left): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+                .into_iter()
+                .partition(|(_, start)| *start <= at.ts);
+            self.pending = left.into_iter().collect();
+            for (_, start) in done {
+                if at.waited && start < at.end {
+                    closed.push(queued(start));
+                }
+            }
+        } else {
+            let seen = self.synced.entry(at.stream).or_insert(i64::MIN);
+            *seen = (*seen).max(at.ts);
+            if let Some(&start) = self.pending.get(&at.stream) {
+                if start <= at.ts {
+                    self.pending.remove(&at.stream);
+                    if at.waited && start < at.end {
+                        closed.push(queued(start));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where a burst grows: `calls` calls between `start` and `end` spending
+/// `api_ns` in `part`.
+struct BurstPart {
+    pid: i32,
+    tid: i32,
+    start: i64,
+    end: i64,
+    calls: i64,
+    api_ns: i64,
+    part: CallPart,
+}
+
+/// A synchronisation of `stream` entered at `ts`, ending at `end`.
+struct SyncAt {
+    pid: i32,
+    tid: i32,
+    ts: i64,
+    end: i64,
+    stream: i64,
+    waited: bool,
 }
 
 /// Folds outer CUDA calls into [`ActivitySpan`]s, one thread at a time.
@@ -215,55 +319,71 @@ impl ActivityTracker {
         let dur_ns = dur_ns.max(0);
         let end = ts_ns.saturating_add(dur_ns);
         let st = self.threads.entry((pid, tid)).or_default();
-        match &mut st.burst {
-            Some(b) if ts_ns < b.end_ns + BURST_GAP_NS && end > b.start_ns - BURST_GAP_NS => {
-                b.start_ns = b.start_ns.min(ts_ns);
-                b.end_ns = b.end_ns.max(end);
-                b.calls += 1;
-                b.parts[role.part.index()] += dur_ns;
-            }
-            open => {
-                if let Some(done) = open.take() {
-                    self.closed.push(done);
-                }
-                let mut parts = [0; 5];
-                parts[role.part.index()] = dur_ns;
-                *open = Some(ActivitySpan {
-                    pid,
-                    tid,
-                    kind: ActivityKind::Burst,
-                    start_ns: ts_ns,
-                    end_ns: end,
-                    calls: 1,
-                    parts,
-                });
-            }
-        }
-        st.last_end = st.last_end.max(end);
-        let queued = |start: i64| ActivitySpan {
-            pid,
-            tid,
-            kind: ActivityKind::Queued,
-            start_ns: start,
-            end_ns: end,
-            calls: 0,
-            parts: [0; 5],
-        };
+        st.burst(
+            &mut self.closed,
+            BurstPart {
+                pid,
+                tid,
+                start: ts_ns,
+                end,
+                calls: 1,
+                api_ns: dur_ns,
+                part: role.part,
+            },
+        );
         if role.async_work {
-            st.pending.entry(stream).or_insert(ts_ns);
-        } else if role.sync {
-            let waited = dur_ns >= SYNC_WAITED_NS;
-            if role.device_wide || stream == 0 {
-                for (_, start) in std::mem::take(&mut st.pending) {
-                    if waited && start < end {
-                        self.closed.push(queued(start));
-                    }
-                }
-            } else if let Some(start) = st.pending.remove(&stream) {
-                if waited && start < end {
-                    self.closed.push(queued(start));
-                }
+            if ts_ns >= st.synced_before(stream) {
+                st.pending.entry(stream).or_insert(ts_ns);
             }
+        } else if role.sync {
+            let at = SyncAt {
+                pid,
+                tid,
+                ts: ts_ns,
+                end,
+                stream,
+                waited: dur_ns >= SYNC_WAITED_NS,
+            };
+            st.sync(&mut self.closed, at, role);
+        }
+    }
+
+    /// Adds the calls of an outer fold counted in the kernel
+    /// ([`CallFold`]) at once: they lie in one burst (no gap of
+    /// [`BURST_GAP_NS`] between them); work they queued is pending from the
+    /// first of them entered after the stream's latest synchronisation;
+    /// synchronisations among them returned at once (a fold holds only calls
+    /// shorter than [`SYNC_WAITED_NS`]), the last entered at its last entry.
+    pub fn add_fold(&mut self, f: &CallFold, role: OpRole) {
+        let (pid, tid) = (f.pid, f.tid);
+        let st = self.threads.entry((pid, tid)).or_default();
+        st.burst(
+            &mut self.closed,
+            BurstPart {
+                pid,
+                tid,
+                start: f.ts_ns,
+                end: f.last_end_ns.max(f.ts_ns),
+                calls: f.count.max(1),
+                api_ns: f.dur_ns.max(0),
+                part: role.part,
+            },
+        );
+        if role.async_work {
+            let after = st.synced_before(f.stream).saturating_sub(1);
+            if let Some(start) = f.first_entry_after(after) {
+                st.pending.entry(f.stream).or_insert(start);
+            }
+        } else if role.sync {
+            let at = SyncAt {
+                pid,
+                tid,
+                ts: f.last_ts_ns,
+                end: f.last_end_ns,
+                stream: f.stream,
+                waited: false,
+            };
+            st.sync(&mut self.closed, at, role);
         }
     }
 
@@ -357,6 +477,54 @@ mod tests {
             .map(|s| (s.start_ns, s.end_ns))
             .collect();
         assert_eq!(queued, vec![(0, 7 * MS)]);
+    }
+
+    fn fold(op_id: u16, ts: i64, last: i64, count: i64, stream: i64) -> CallFold {
+        CallFold {
+            ts_ns: ts,
+            last_ts_ns: last,
+            last_end_ns: last + 10_000,
+            pid: 1,
+            tid: 1,
+            op_id,
+            nested: false,
+            stream,
+            count,
+            dur_ns: 10_000 * count,
+            min_dur_ns: 10_000,
+            max_dur_ns: 10_000,
+            bytes: 0,
+            threads: 0,
+            small: 0,
+        }
+    }
+
+    #[test]
+    fn folds_join_the_burst_and_queue_work_only_after_the_last_sync() {
+        // Copies and short syncs alternating for 0.9 ms, counted in the
+        // kernel (two folds, sent sync first: the order of their last
+        // calls), then a sync that waited 0.5 ms, kept as a row.
+        let copy = OpRole::of("cudaMemcpyAsync", OpClass::Copy);
+        let mut t = ActivityTracker::default();
+        t.add_fold(&fold(41, 50_000, 850_000, 9, 7), sync());
+        t.add_fold(&fold(7, 0, 900_000, 10, 7), copy);
+        t.add(1, 1, MS, MS / 2, 7, sync());
+        let spans = t.finish();
+        let bursts: Vec<_> = spans
+            .iter()
+            .filter(|s| s.kind == ActivityKind::Burst)
+            .map(|s| (s.start_ns, s.end_ns, s.calls, s.api_ns()))
+            .collect();
+        assert_eq!(bursts, vec![(0, 3 * MS / 2, 20, 190_000 + MS / 2)]);
+        // Queued from the copy entered after the last short sync (the
+        // copies lie evenly between their first and last entry), not from
+        // the first copy.
+        let queued: Vec<_> = spans
+            .iter()
+            .filter(|s| s.kind == ActivityKind::Queued)
+            .map(|s| (s.start_ns, s.end_ns))
+            .collect();
+        assert_eq!(queued, vec![(900_000, 3 * MS / 2)]);
     }
 
     #[test]

@@ -125,6 +125,14 @@ impl Aggregator {
                 h.page_bytes(),
             ),
             Event::LaunchRun(r) => (r.ts_ns, r.pid, AggSource::Cuda, r.op_id as i64, r.est_ns, 0),
+            Event::CallFold(f) => (
+                f.ts_ns,
+                f.pid,
+                AggSource::Cuda,
+                f.op_id as i64,
+                f.dur_ns,
+                f.bytes,
+            ),
         };
         let bucket_ns = ts.div_euclid(AGGREGATE_BUCKET_NS) * AGGREGATE_BUCKET_NS;
         (
@@ -141,9 +149,10 @@ impl Aggregator {
 
     /// Counts one event; `stored` says whether its raw row was kept.
     pub fn add(&mut self, event: &Event, stored: bool) {
-        if let Event::LaunchRun(r) = event {
-            self.add_run(r);
-            return;
+        match event {
+            Event::LaunchRun(r) => return self.add_run(r),
+            Event::CallFold(f) => return self.add_fold(f),
+            _ => {}
         }
         let (key, dur, bytes) = Self::key_of(event);
         let n = event.count();
@@ -197,6 +206,30 @@ impl Aggregator {
         }
         t.sum_threads = t.sum_threads.saturating_add(r.threads);
         t.small_launches += r.small;
+    }
+
+    /// Calls counted in the kernel, none stored, in the bucket of the
+    /// first: their exact count, time, bytes and extremes, the nested part
+    /// apart.
+    fn add_fold(&mut self, f: &crate::call_fold::CallFold) {
+        let (key, dur, bytes) = Self::key_of(&Event::CallFold(*f));
+        let n = f.count.max(1);
+        let t = self.rows.entry(key).or_insert_with(AggTotals::empty);
+        t.count += n;
+        t.sum_dur_ns = t.sum_dur_ns.saturating_add(dur);
+        t.min_dur_ns = t.min_dur_ns.min(f.min_dur_ns);
+        t.max_dur_ns = t.max_dur_ns.max(f.max_dur_ns);
+        t.sum_bytes = t.sum_bytes.saturating_add(bytes);
+        t.sum_threads = t.sum_threads.saturating_add(f.threads.max(0));
+        t.small_launches += f.small.max(0);
+        if f.nested {
+            let p = &mut t.nested;
+            p.count += n;
+            p.sum_dur_ns = p.sum_dur_ns.saturating_add(dur);
+            p.sum_bytes = p.sum_bytes.saturating_add(bytes);
+            p.sum_threads = p.sum_threads.saturating_add(f.threads.max(0));
+            p.small_launches += f.small.max(0);
+        }
     }
 
     /// Totals seen so far for `key` (before flushing).
@@ -303,6 +336,40 @@ mod tests {
         assert_eq!(at.len(), 15);
         assert_eq!((at[0], at[14]), (run.ts_ns, run.last_ts_ns));
         assert_eq!(at[7], run.ts_ns + 7_000);
+    }
+
+    #[test]
+    fn a_fold_counts_every_call_with_its_time_and_bytes_and_stores_none() {
+        let fold = crate::call_fold::CallFold {
+            ts_ns: 5_000_000_000,
+            last_ts_ns: 5_000_900_000,
+            last_end_ns: 5_000_902_000,
+            pid: 1,
+            tid: 2,
+            op_id: 104,
+            nested: true,
+            stream: 7,
+            count: 300,
+            dur_ns: 600_000,
+            min_dur_ns: 1_000,
+            max_dur_ns: 9_000,
+            bytes: 300 * 4096,
+            threads: 0,
+            small: 0,
+        };
+        let mut a = Aggregator::default();
+        a.add(&Event::CallFold(fold), true);
+        let (_, t) = a.drain().next().expect("one row");
+        assert_eq!((t.count, t.stored, t.sum_dur_ns), (300, 0, 600_000));
+        assert_eq!(
+            (t.min_dur_ns, t.max_dur_ns, t.sum_bytes),
+            (1_000, 9_000, 1_228_800)
+        );
+        assert_eq!(
+            (t.nested.count, t.nested.sum_dur_ns, t.nested.sum_bytes),
+            (300, 600_000, 1_228_800)
+        );
+        assert_eq!((t.estimated_count, t.sum_threads), (0, 0));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod activity;
 pub mod aggregate;
+pub mod call_fold;
 mod capture_file;
 pub mod catalog;
 pub mod clip;
@@ -37,6 +38,7 @@ mod writer_gpu;
 mod writer_nccl;
 mod writer_stacks;
 
+pub use call_fold::CallFold;
 pub use catalog::{AggSource, CudaApi, HostKind, OpClass};
 pub use endings::SessionEnding;
 pub use error::{Result, StoreError};

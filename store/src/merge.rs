@@ -173,6 +173,13 @@ pub fn merge_into(out: &Path, inputs: &[MergeInput]) -> Result<MergeSummary> {
             rusqlite::params![crate::schema::META_LAUNCH_ROW_KEEP_NS, keep.to_string()],
         )?;
     }
+    // Call folding of any input, by the same rule.
+    if let Some(keep) = checked.call_row_keep_ns {
+        conn.execute(
+            "INSERT OR REPLACE INTO ingero_meta(key, value) VALUES (?1, ?2)",
+            rusqlite::params![crate::schema::META_CALL_ROW_KEEP_NS, keep.to_string()],
+        )?;
+    }
     output.finish()?;
     Ok(MergeSummary {
         path: out.to_path_buf(),
@@ -190,6 +197,8 @@ struct Checked {
     wal_at_rest: Vec<bool>,
     /// Launch-row threshold of the first input that records one.
     launch_row_keep_ns: Option<i64>,
+    /// Call-folding threshold of the first input that records one.
+    call_row_keep_ns: Option<i64>,
 }
 
 /// Opens every input once, so that a missing, foreign, newer or empty file,
@@ -198,11 +207,13 @@ fn check_inputs(inputs: &[MergeInput]) -> Result<Checked> {
     let mut first: Option<(PathBuf, i64)> = None;
     let mut wal_at_rest = Vec::with_capacity(inputs.len());
     let mut launch_row_keep_ns = None;
+    let mut call_row_keep_ns = None;
     for input in inputs {
         let db = TraceDb::open(&input.path)?;
         check_mergeable(&db)?;
         launch_row_keep_ns =
             launch_row_keep_ns.or(db.meta_i64(crate::schema::META_LAUNCH_ROW_KEEP_NS));
+        call_row_keep_ns = call_row_keep_ns.or(db.meta_i64(crate::schema::META_CALL_ROW_KEEP_NS));
         let bucket = db.aggregate_bucket_ns();
         match &first {
             None => first = Some((input.path.clone(), bucket)),
@@ -223,6 +234,7 @@ fn check_inputs(inputs: &[MergeInput]) -> Result<Checked> {
         bucket_ns: first.map_or(AGGREGATE_BUCKET_NS, |(_, b)| b),
         wal_at_rest,
         launch_row_keep_ns,
+        call_row_keep_ns,
     })
 }
 

@@ -97,6 +97,8 @@ pub enum Event {
     Host(HostEvent),
     /// Kernel launches of one thread counted in the kernel (no raw rows).
     LaunchRun(LaunchRun),
+    /// Other calls of one thread counted in the kernel (no raw rows).
+    CallFold(crate::call_fold::CallFold),
 }
 
 /// Consecutive outer driver launches of one thread counted in the kernel
@@ -208,6 +210,7 @@ impl Event {
             Event::Cuda(_) => 1,
             Event::Host(h) => h.count.max(1),
             Event::LaunchRun(r) => r.count.max(1),
+            Event::CallFold(f) => f.count.max(1),
         }
     }
 
@@ -217,6 +220,7 @@ impl Event {
             Event::Cuda(c) => c.ts_ns,
             Event::Host(h) => h.ts_ns,
             Event::LaunchRun(r) => r.ts_ns,
+            Event::CallFold(f) => f.ts_ns,
         }
     }
 }

@@ -300,6 +300,17 @@ pub const LAUNCH_ROW_KEEP_NS: i64 = 50_000;
 /// that way: its value is the threshold, ns ([`LAUNCH_ROW_KEEP_NS`]).
 pub const META_LAUNCH_ROW_KEEP_NS: &str = "launch_row_keep_ns";
 
+/// Call folding: every call other than a launch that failed or lasted at
+/// least this long keeps its raw row; the faster successful ones keep a
+/// bounded sample per second, thread and op, and the rest are counted in the
+/// kernel (`CALL_KEEP_NS` in probes/bpf/call_folds.h). Analysis weights the
+/// kept rows by it, as for launch rows.
+pub const CALL_ROW_KEEP_NS: i64 = 50_000;
+
+/// `ingero_meta` key present when a capture of the file folded calls: its
+/// value is the threshold, ns ([`CALL_ROW_KEEP_NS`]).
+pub const META_CALL_ROW_KEEP_NS: &str = "call_row_keep_ns";
+
 /// Migrations, applied in order; `MIGRATIONS[i]` moves version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
     r#"

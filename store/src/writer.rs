@@ -265,8 +265,9 @@ impl TraceWriter {
     }
 
     fn keep_raw(&mut self, event: &Event) -> bool {
-        // A run of launches counted in the kernel has no raw row: it is its totals.
-        if matches!(event, Event::LaunchRun(_)) {
+        // Runs of launches and folds of calls counted in the kernel have no
+        // raw row: they are their totals.
+        if matches!(event, Event::LaunchRun(_) | Event::CallFold(_)) {
             return false;
         }
         let RawPolicy::Sampled {
@@ -308,31 +309,29 @@ impl TraceWriter {
     /// Stores a batch of events (raw rows per policy, plus aggregates) in one transaction.
     pub fn write_batch(&mut self, events: &[Event]) -> Result<()> {
         let mut newest = i64::MIN;
-        for e in events {
-            match e {
-                Event::Cuda(c) => {
-                    newest = newest.max(c.ts_ns);
-                    self.cuda_threads.insert((c.pid, c.tid));
-                    if !c.nested {
-                        let role = cuda_op(c.op_id)
-                            .map(|op| OpRole::of(op.name, op.class))
-                            .unwrap_or_default();
-                        self.activity
-                            .add(c.pid, c.tid, c.ts_ns, c.dur_ns, c.stream, role);
-                    }
+        // Runs and folds a thread's flush sent together arrive side by side:
+        // each stretch of them reaches the activity spans in the order of
+        // their last calls, as the calls happened.
+        let mut i = 0;
+        while i < events.len() {
+            let stretch = events[i..]
+                .iter()
+                .take_while(|e| matches!(e, Event::LaunchRun(_) | Event::CallFold(_)))
+                .count();
+            if stretch > 1 {
+                let mut group: Vec<&Event> = events[i..i + stretch].iter().collect();
+                group.sort_by_key(|e| match e {
+                    Event::LaunchRun(r) => r.last_ts_ns,
+                    Event::CallFold(f) => f.last_ts_ns,
+                    _ => i64::MIN,
+                });
+                for e in group {
+                    newest = newest.max(self.track_activity(e));
                 }
-                Event::LaunchRun(r) => {
-                    newest = newest.max(r.last_ts_ns);
-                    self.cuda_threads.insert((r.pid, r.tid));
-                    let role = cuda_op(r.op_id)
-                        .map(|op| OpRole::of(op.name, op.class))
-                        .unwrap_or_default();
-                    let each = r.mean_dur_ns();
-                    for ts in r.spread() {
-                        self.activity.add(r.pid, r.tid, ts, each, r.stream, role);
-                    }
-                }
-                Event::Host(_) => {}
+                i += stretch;
+            } else {
+                newest = newest.max(self.track_activity(&events[i]));
+                i += 1;
             }
         }
         if newest > i64::MIN {
@@ -352,7 +351,7 @@ impl TraceWriter {
                     continue;
                 }
                 match e {
-                    Event::LaunchRun(_) => {}
+                    Event::LaunchRun(_) | Event::CallFold(_) => {}
                     Event::Cuda(c) => cuda.push(cuda_row(self.session_id, c)),
                     Event::Host(h) => host.push([
                         self.session_id,
@@ -429,6 +428,43 @@ impl TraceWriter {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Folds one event into the activity spans; returns its newest time
+    /// (`i64::MIN` for host events).
+    fn track_activity(&mut self, e: &Event) -> i64 {
+        let role_of = |op_id: u16| {
+            cuda_op(op_id)
+                .map(|op| OpRole::of(op.name, op.class))
+                .unwrap_or_default()
+        };
+        match e {
+            Event::Cuda(c) => {
+                self.cuda_threads.insert((c.pid, c.tid));
+                if !c.nested {
+                    self.activity
+                        .add(c.pid, c.tid, c.ts_ns, c.dur_ns, c.stream, role_of(c.op_id));
+                }
+                c.ts_ns
+            }
+            Event::LaunchRun(r) => {
+                self.cuda_threads.insert((r.pid, r.tid));
+                let role = role_of(r.op_id);
+                let each = r.mean_dur_ns();
+                for ts in r.spread() {
+                    self.activity.add(r.pid, r.tid, ts, each, r.stream, role);
+                }
+                r.last_ts_ns
+            }
+            Event::CallFold(f) => {
+                self.cuda_threads.insert((f.pid, f.tid));
+                if !f.nested {
+                    self.activity.add_fold(f, role_of(f.op_id));
+                }
+                f.last_ts_ns
+            }
+            Event::Host(_) => i64::MIN,
+        }
     }
 
     /// Records or refreshes a process (first/last seen widen, names fill in).

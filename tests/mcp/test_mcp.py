@@ -607,13 +607,16 @@ async def run_capture_enabled(binary: str, seed: Path, tmp: Path) -> None:
         r = await c.call_tool("get_trace_stats", {"db": "mcp-capture.db"})
         ops = {o["op"]: o for o in (r.structured_content or {}).get("ops", [])}
         launch = ops.get("cudaLaunchKernel", {})
-        C.ok("capture: exact cudaLaunchKernel count in the new database", not r.is_error and launch.get("count") == iters and launch.get("exact"), text_of(r)[:400])
+        # Exact count from the aggregates; fast calls are folded in the kernel (call folding), so
+        # the raw rows are a sample and the op is not "exact" in the rows' sense.
+        C.ok("capture: exact cudaLaunchKernel count in the new database", not r.is_error and launch.get("count") == iters, text_of(r)[:400])
         q = await c.call_tool("run_sql", {"db": "mcp-capture.db", "sql": "SELECT COALESCE(SUM(a.count), 0) AS n, COALESCE(SUM(a.estimated_count), 0) AS est, COALESCE(SUM(a.estimated_bounded), 0) AS bnd, (SELECT COUNT(*) FROM cuda_calls c JOIN cuda_ops o2 ON o2.id = c.op_id WHERE o2.name = 'cuLaunchKernel') AS raw FROM aggregates a JOIN cuda_ops o ON o.id = a.code WHERE a.source = 1 AND o.name = 'cuLaunchKernel'"})
         row = ((q.structured_content or {}).get("rows") or [[0, 0, 0, 0]])[0]
         n, est, bnd, raw = (row.get("n"), row.get("est"), row.get("bnd"), row.get("raw")) if isinstance(row, dict) else (row[0], row[1], row[2], row[3])
         # Every launch counted. The first launch (no previous one) is timed; of the dense ones
-        # after it one in 8 is timed, the others counted in the kernel: no raw row for them.
-        C.ok("capture: launch_sample=8 counts every driver launch and estimates the untimed ones", not q.is_error and n == iters and iters * 5 // 8 <= est < iters and raw == n - est, text_of(q)[:300])
+        # after it one in 8 is timed, the others counted in the kernel: no raw row for them. The
+        # timed ones keep a row within the thread's row budget (call folding), or when slow.
+        C.ok("capture: launch_sample=8 counts every driver launch and estimates the untimed ones", not q.is_error and n == iters and iters * 5 // 8 <= est < iters and 0 < raw <= n - est, text_of(q)[:300])
         # Each untimed launch is followed within microseconds by the iteration's synchronize,
         # which bounds it; a preempted thread may leave a few unbounded.
         C.ok("capture: untimed launches bounded by the thread's next call", 0 < bnd <= est, text_of(q)[:300])

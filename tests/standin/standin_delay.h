@@ -8,6 +8,14 @@
  *                         every Nth driver kernel launch of the process
  *                         (the 1st, the N+1th, ...) spends US more
  *                         microseconds (default: none)
+ * INGERO_STANDIN_CALL_SLOW_EVERY=N, INGERO_STANDIN_CALL_SLOW_US=US
+ *                         every Nth call of any stand-in function of the
+ *                         library (the 1st, the N+1th, ...) spends US more
+ *                         microseconds (default: none)
+ * INGERO_STANDIN_FAIL_EVERY=N
+ *                         every Nth call of a function that reports it
+ *                         (standin_status: cudaMemcpyAsync) returns 1,
+ *                         cudaErrorInvalidValue (default: none)
  * INGERO_STANDIN_EXIT_OFF_MAIN=1
  *                         a synchronize called off the main thread ends its
  *                         thread inside the call (pthread_exit), as a
@@ -60,11 +68,37 @@ static void standin_spin_us(long us)
 		;
 }
 
-/* Work of an ordinary call. */
+/* Work of an ordinary call, every Nth one slow
+ * (INGERO_STANDIN_CALL_SLOW_EVERY, INGERO_STANDIN_CALL_SLOW_US). */
 static void standin_work(void)
 {
+	static long every = -1, slow_us = 0;
+	static unsigned long calls;
 	standin_load();
+	if (every < 0) {
+		slow_us = standin_env_us("INGERO_STANDIN_CALL_SLOW_US", 0);
+		every = standin_env_us("INGERO_STANDIN_CALL_SLOW_EVERY", 0);
+	}
 	standin_spin_us(standin_call_us);
+	if (every > 0) {
+		unsigned long n = __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
+		if (n % (unsigned long)every == 0)
+			standin_spin_us(slow_us);
+	}
+}
+
+/* Return code of a call that reports failures: 1 every Nth call
+ * (INGERO_STANDIN_FAIL_EVERY: the 1st, the N+1th, ...), else 0. */
+__attribute__((unused)) static int standin_status(void)
+{
+	static long every = -1;
+	static unsigned long calls;
+	if (every < 0)
+		every = standin_env_us("INGERO_STANDIN_FAIL_EVERY", 0);
+	if (every <= 0)
+		return 0;
+	unsigned long n = __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
+	return n % (unsigned long)every == 0 ? 1 : 0;
 }
 
 /* Work of a driver kernel launch: an ordinary call's, and every Nth one

@@ -16,6 +16,13 @@
  *                        cuLaunchKernel in this process there (hex, one line)
  *     --stdin            after loading the libraries, wait for a line on stdin
  *     --bench N          time N cudaLaunchKernel calls and print ns per call
+ *     --op CLASS         with --bench: N calls of one op class instead (all on
+ *                        STREAM, 256 bytes each where there are bytes):
+ *                        launch (cudaLaunchKernel), copy (cudaMemcpyAsync),
+ *                        memset (cudaMemsetAsync), sync
+ *                        (cudaStreamSynchronize), event (cudaEventRecord and
+ *                        cudaEventQuery, alternately), alloc (cudaMalloc and
+ *                        cudaFree, alternately)
  *     --page-bench N     instead, fault in N fresh 4 KiB pages (64 MiB
  *                        mappings, one write per page, unmapped in turn) and
  *                        print ns per page; --syscall-bench N: N getppid()
@@ -230,6 +237,59 @@ static int mapped(const char *name)
 	return found;
 }
 
+typedef int (*fn_memset_async)(void *, int, size_t, void *);
+typedef int (*fn_event_query)(void *);
+
+/* --op CLASS --bench N: N calls of one op class, timed; prints ns per call,
+ * or returns 64 for an unknown class. */
+static int op_bench(void *rt, const char *op, long n)
+{
+	static char src[256], dst[256];
+	dim3 grid = { 4, 2, 1 }, block = { 128, 1, 1 };
+	long long t0 = now_ns();
+	if (!strcmp(op, "launch")) {
+		fn_launch launch = (fn_launch)sym(rt, "cudaLaunchKernel");
+		for (long i = 0; i < n; i++)
+			launch((const void *)op_bench, grid, block, NULL, 0, STREAM);
+	} else if (!strcmp(op, "copy")) {
+		fn_memcpy_async copy = (fn_memcpy_async)sym(rt, "cudaMemcpyAsync");
+		for (long i = 0; i < n; i++)
+			copy(dst, src, sizeof(src), HTOD, STREAM);
+	} else if (!strcmp(op, "memset")) {
+		fn_memset_async set = (fn_memset_async)sym(rt, "cudaMemsetAsync");
+		for (long i = 0; i < n; i++)
+			set(dst, 0, sizeof(dst), STREAM);
+	} else if (!strcmp(op, "sync")) {
+		fn_sync_handle sync = (fn_sync_handle)sym(rt, "cudaStreamSynchronize");
+		for (long i = 0; i < n; i++)
+			sync(STREAM);
+	} else if (!strcmp(op, "event")) {
+		fn_two_handles record = (fn_two_handles)sym(rt, "cudaEventRecord");
+		fn_event_query query = (fn_event_query)sym(rt, "cudaEventQuery");
+		for (long i = 0; i < n; i++) {
+			if (i % 2 == 0)
+				record(EVENT, STREAM);
+			else
+				query(EVENT);
+		}
+	} else if (!strcmp(op, "alloc")) {
+		fn_malloc alloc = (fn_malloc)sym(rt, "cudaMalloc");
+		fn_free release = (fn_free)sym(rt, "cudaFree");
+		void *p = NULL;
+		for (long i = 0; i < n; i++) {
+			if (i % 2 == 0)
+				alloc(&p, sizeof(src));
+			else
+				release(p);
+		}
+	} else {
+		fprintf(stderr, "workload: unknown op class %s\n", op);
+		return 64;
+	}
+	printf("%.1f\n", (double)(now_ns() - t0) / (double)(n > 0 ? n : 1));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char dir[PATH_MAX] = "";
@@ -237,7 +297,7 @@ int main(int argc, char **argv)
 	long alarm_ms = 0, reload = 0, seconds = 0, touch_pages = 0, spin_ms = 0;
 	long delay_load_ms = 0, page_bench = 0, syscall_bench = 0;
 	int wait_stdin = 0, side = 0, new_api = 0;
-	const char *pids_path = NULL, *addr_path = NULL;
+	const char *pids_path = NULL, *addr_path = NULL, *op = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -281,6 +341,8 @@ int main(int argc, char **argv)
 			addr_path = v;
 		else if (!strcmp(a, "--bench"))
 			bench = atol(v);
+		else if (!strcmp(a, "--op"))
+			op = v;
 		else if (!strcmp(a, "--alarm-ms"))
 			alarm_ms = atol(v);
 		else if (!strcmp(a, "--reload"))
@@ -336,6 +398,8 @@ int main(int argc, char **argv)
 
 	if (new_api)
 		return launch_new_api(rt, drv, iters);
+	if (op)
+		return op_bench(rt, op, bench);
 
 	fn_malloc cudaMalloc = (fn_malloc)sym(rt, "cudaMalloc");
 	fn_malloc cudaMallocHost = (fn_malloc)sym(rt, "cudaMallocHost");

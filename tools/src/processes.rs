@@ -22,11 +22,17 @@ pub const THREADS_LISTED: usize = 5;
 pub struct ThreadRow {
     /// Thread id.
     pub tid: i32,
-    /// Outer CUDA calls it made (raw rows in the scope; nested driver calls
-    /// are part of the runtime call they were made from).
+    /// Outer CUDA calls it made (raw rows in the scope, or its activity
+    /// spans when the capture folded calls; nested driver calls are part of
+    /// the runtime call they were made from).
     pub cuda_calls: i64,
     /// Time inside those calls, ns.
     pub cuda_time_ns: i64,
+    /// True when `cuda_calls` and `cuda_time_ns` come from the thread's
+    /// activity spans (the capture folded calls in the kernel, so its raw
+    /// rows are a sample); absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cuda_calls_from_spans: bool,
     /// Its context switches kept as raw rows that reach into its lifetime
     /// within the scope.
     pub switches: i64,
@@ -302,6 +308,15 @@ fn thread_rows(
         e.2 = e.2.min(c.ts_ns);
         e.3 = e.3.max(c.ts_ns.saturating_add(c.dur_ns.max(0)));
     }
+    // Under call folding the raw rows are a sample: every outer call of a
+    // thread is in its activity spans.
+    if ds.per_thread_from_spans() {
+        for (tid, e) in calls.iter_mut() {
+            if let Some(t) = ds.thread_calls(pid, *tid) {
+                *e = (t.calls, t.api_ns, t.first_ns, t.last_ns);
+            }
+        }
+    }
     let mut tids: Vec<i32> = calls.keys().copied().collect();
     if let Some(sw) = switches {
         tids.extend(sw.keys().copied());
@@ -343,6 +358,7 @@ fn thread_rows(
                 tid,
                 cuda_calls: call.map_or(0, |c| c.0),
                 cuda_time_ns: call.map_or(0, |c| c.1),
+                cuda_calls_from_spans: call.is_some() && ds.per_thread_from_spans(),
                 switches,
                 off_cpu_ns,
                 off_cpu_max_ns,

@@ -321,9 +321,14 @@ pub fn processes_text(b: &ProcessBreakdown) -> String {
         if let Some(t) = &p.gpu_thread {
             let _ = writeln!(
                 s,
-                "          GPU thread {}; {} CUDA calls kept as raw rows, {} inside them",
+                "          GPU thread {}; {} CUDA calls {}, {} inside them",
                 thread_line(t),
                 count(t.cuda_calls),
+                if t.cuda_calls_from_spans {
+                    "(from its activity spans: the recorder folded calls)"
+                } else {
+                    "kept as raw rows"
+                },
                 ns(t.cuda_time_ns)
             );
         }

@@ -52,8 +52,20 @@ pub fn starvation_of(ds: &Dataset) -> Vec<StarvationEstimate> {
 fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
     let tid = ds.gpu_thread(pid)?;
     let thread_calls = || ds.calls.iter().filter(|c| c.pid == pid && c.tid == tid);
-    let first = thread_calls().map(|c| c.ts_ns).min()?;
-    let last = thread_calls().map(|c| c.ts_ns + c.dur_ns).max()?;
+    // Under call folding the raw rows are a sample: the thread's activity
+    // spans hold every outer call.
+    let spans = ds
+        .per_thread_from_spans()
+        .then(|| ds.thread_calls(pid, tid))
+        .flatten();
+    let first = match spans {
+        Some(s) => s.first_ns,
+        None => thread_calls().map(|c| c.ts_ns).min()?,
+    };
+    let last = match spans {
+        Some(s) => s.last_ns,
+        None => thread_calls().map(|c| c.ts_ns + c.dur_ns).max()?,
+    };
     let wall = (last - first).max(1);
     // API time from totals when the recorder sampled raw rows.
     // Nested calls (the driver half of a runtime call) are inside their
@@ -78,22 +90,27 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
         .map(|c| c.dur_ns)
         .sum();
     let sampled = agg.count > agg.stored;
-    let api = if sampled && raw_pid_time > 0 {
+    let api = if let Some(s) = spans {
+        s.api_ns
+    } else if sampled && raw_pid_time > 0 {
         // Scale the thread's raw time by how much the totals exceed the raw rows.
         (raw_tid_time as f64 * outer_total as f64 / raw_pid_time as f64) as i64
     } else {
         raw_tid_time
     }
     .min(wall);
-    let sync: i64 = ds
-        .calls
-        .iter()
-        .filter(|c| {
-            c.pid == pid && c.tid == tid && !c.nested && ds.op_class(c.op_id) == OpClass::Sync
-        })
-        .map(|c| c.dur_ns)
-        .sum::<i64>()
-        .min(wall);
+    let sync: i64 = match spans {
+        Some(s) => s.sync_ns,
+        None => ds
+            .calls
+            .iter()
+            .filter(|c| {
+                c.pid == pid && c.tid == tid && !c.nested && ds.op_class(c.op_id) == OpClass::Sync
+            })
+            .map(|c| c.dur_ns)
+            .sum::<i64>(),
+    }
+    .min(wall);
     let mut off = 0i64;
     let mut switches = 0i64;
     let (mut preempt, mut rq_wait, mut flagged) = (0i64, 0i64, 0i64);
@@ -133,7 +150,13 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
             .filter(|c| c.pid == pid && c.tid == tid)
             .count()
     );
-    if sampled {
+    if let Some(s) = spans {
+        basis.push_str(&format!(
+            "; calls folded by the recorder: CUDA and sync time from the thread's activity spans \
+             ({} outer calls)",
+            s.calls
+        ));
+    } else if sampled {
         basis.push_str("; CUDA time scaled to the recorder's totals (raw calls were sampled)");
     }
     if pid_switches.count > pid_switches.stored {

@@ -316,6 +316,27 @@ pub(crate) fn launch_row_weights(
         .collect()
 }
 
+/// The raw rows of one folded op with their weights under call folding:
+/// rows of at least `keep_ns` stand for themselves (every such call is a
+/// row); the shorter ones share the rest of the op's `calls`.
+pub(crate) fn folded_row_weights(
+    calls: &[&Call],
+    keep_ns: i64,
+    calls_counted: i64,
+) -> Vec<(i64, f64)> {
+    let long = calls.iter().filter(|c| c.dur_ns >= keep_ns).count() as i64;
+    let short = calls.len() as i64 - long;
+    calls
+        .iter()
+        .map(|c| {
+            (
+                c.dur_ns,
+                launch_row_weight(c.dur_ns, keep_ns, calls_counted, long, short),
+            )
+        })
+        .collect()
+}
+
 /// `part / whole` of `total`, rounded (0 when `whole` is 0).
 fn scaled(total: i64, part: i64, whole: i64) -> i64 {
     if whole <= 0 {
@@ -348,8 +369,17 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
     let launch_keep = ds
         .launch_row_keep_ns
         .filter(|_| !fully_stored && estimated == 0 && ds.op_class(op_id) == OpClass::Launch);
-    let (p50, p95, p99) = match launch_keep {
-        Some(keep) => {
+    // Folded calls: every slow or failed call is a row, the fast ones a
+    // sample; the kept rows are weighted back to every call, nested or not.
+    let call_keep = ds
+        .call_row_keep_ns
+        .filter(|_| !fully_stored && ds.op_class(op_id) != OpClass::Launch);
+    let (p50, p95, p99) = match (launch_keep, call_keep) {
+        (_, Some(keep)) => {
+            let mut weighted = folded_row_weights(calls, keep, agg.count);
+            weighted_p50_p95_p99(&mut weighted)
+        }
+        (Some(keep), None) => {
             let (nested_n, _) = agg_nested(ds, op_id, pid);
             // Untimed launches not proven short have no known duration:
             // the distribution is of the others (the basis says so).
@@ -357,7 +387,7 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
                 launch_row_weights(calls, keep, agg.count - nested_n - agg.unbounded());
             weighted_p50_p95_p99(&mut weighted)
         }
-        None => p50_p95_p99(&mut durs),
+        (None, None) => p50_p95_p99(&mut durs),
     };
     let (count, total, max, bytes, exact, mut basis) = if fully_stored {
         (
@@ -423,6 +453,14 @@ fn one_op(ds: &Dataset, op_id: u16, calls: &[&Call], pid: Option<i32>, recorded:
             agg.unbounded(),
             crate::format::ns(keep),
             crate::format::ns(keep),
+        ));
+    } else if let Some(keep) = call_keep {
+        basis.push_str(&format!(
+            "; call folding: every call of at least {} or failed kept its row and the faster \
+             ones a sample per second, thread and op (the rest were counted in the kernel), so \
+             the kept rows are weighted (the fast ones stand for the calls not kept) and the \
+             percentiles are of all calls",
+            crate::format::ns(keep)
         ));
     } else if let Some(keep) = launch_keep {
         basis.push_str(&format!(

@@ -809,3 +809,52 @@ fn cpu_contention_claims_what_the_hogs_added_to_each_step() {
     // larger part: the launch-bound finding leads.
     assert_eq!(r.chains.chains[0].cause.name(), "launch_bound");
 }
+
+#[test]
+fn sync_counts_under_sampling_are_every_call_as_sql_counts_them() {
+    // sync_in_loop under --sample 50 kept 300 raw rows of each op; the
+    // finding's counts are every call (the aggregates), traceable by SQL,
+    // and its claim is the wait it measured, not the whole feeding time.
+    let (_tmp, path) = unpack("sync_in_loop-s50");
+    let db = TraceDb::open(&path).expect("open");
+    let r = ingero_tools::explain::explain(&db, &Scope::ALL).expect("explain");
+    let c = r
+        .chains
+        .chains
+        .iter()
+        .find(|c| c.cause.name() == "sync_in_loop")
+        .expect("sync_in_loop finding");
+    let ev = |label: &str| {
+        c.evidence
+            .iter()
+            .find(|e| e.label == label)
+            .map(|e| e.value)
+            .unwrap_or_else(|| panic!("no {label}: {:?}", c.evidence))
+    };
+    let conn = rusqlite::Connection::open(&path).expect("sqlite");
+    let sql = |q: &str| -> f64 {
+        conn.query_row(q, [], |row| row.get::<_, i64>(0))
+            .expect("query") as f64
+    };
+    let pid = c.victim_pid.expect("victim");
+    let outer = |ops: &str| {
+        sql(&format!(
+            "SELECT SUM(a.count - a.nested_count) FROM aggregates a JOIN cuda_ops o ON o.id = a.code \
+             WHERE a.source = 1 AND a.pid = {pid} AND o.name IN ({ops})"
+        ))
+    };
+    let raw_d2h = sql(&format!(
+        "SELECT COUNT(*) FROM cuda_calls c JOIN cuda_ops o ON o.id = c.op_id \
+         WHERE c.pid = {pid} AND o.name = 'cudaMemcpyAsync'"
+    ));
+    assert!(raw_d2h < 1_000.0, "rows were not sampled: {raw_d2h}");
+    assert_eq!(ev("small_d2h_copies"), outer("'cudaMemcpyAsync'"));
+    assert_eq!(
+        ev("synchronisations"),
+        outer("'cudaStreamSynchronize', 'cudaDeviceSynchronize', 'cudaEventSynchronize'")
+    );
+    assert!(c.root_cause.contains("cudaStreamSynchronize 49,656"), "{}", c.root_cause);
+    let claim = ev("sync_refill_idle") as i64;
+    assert!(c.explained_ns <= claim, "{} > {claim}", c.explained_ns);
+    assert!(claim < ev("idle_feeding_next_step") as i64);
+}

@@ -125,6 +125,7 @@ fn load_options(config: &CaptureConfig, trace_all: bool) -> LoadOptions {
         offcpu_stacks: config.stack_hz > 0 && config.offcpu_stacks,
         launch_sample: config.launch_sample,
         launch_rows: config.launch_rows,
+        call_rows: config.call_rows,
     }
 }
 
@@ -289,6 +290,13 @@ fn open_session(
         session.set_meta(
             ingero_store::schema::META_LAUNCH_ROW_KEEP_NS,
             &ingero_store::schema::LAUNCH_ROW_KEEP_NS.to_string(),
+        )?;
+    }
+    // Folded calls: every call of at least the threshold is a row.
+    if config.call_rows > 0 {
+        session.set_meta(
+            ingero_store::schema::META_CALL_ROW_KEEP_NS,
+            &ingero_store::schema::CALL_ROW_KEEP_NS.to_string(),
         )?;
     }
     Ok(session)

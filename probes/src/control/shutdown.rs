@@ -87,7 +87,8 @@ impl Control {
     }
 
     /// Records what the kernel still held once the probes were gone: calls
-    /// in flight, launch runs and page-allocation runs not yet sent.
+    /// in flight, launch runs, folds of calls and page-allocation runs not
+    /// yet sent.
     fn record_left_open(&self, stopped_ns: i64) {
         self.record_open_calls(stopped_ns);
         let launches = self.tables.open_calls.left_runs(&self.clock);
@@ -99,6 +100,17 @@ impl Control {
             }
             self.send(WriterMsg::Events(
                 launches.into_iter().map(Event::LaunchRun).collect(),
+            ));
+        }
+        let folds = self.tables.open_calls.left_folds(&self.clock);
+        if !folds.is_empty() {
+            if let Ok(mut s) = self.shared.stats.lock() {
+                for f in &folds {
+                    s.add_fold(f);
+                }
+            }
+            self.send(WriterMsg::Events(
+                folds.into_iter().map(Event::CallFold).collect(),
             ));
         }
         let runs = self.tables.page_runs.left_open(&self.clock);

@@ -84,6 +84,7 @@ fn load_object(opts: &LoadOptions, timer: &PhaseTimer) -> Result<(Ebpf, Btf), Ca
         .override_global("cfg_offcpu_stacks", &offcpu_stacks, true)
         .override_global("cfg_self_tgid", &opts.self_tgid, true)
         .override_global("cfg_launch_rows", &opts.launch_rows, true)
+        .override_global("cfg_call_rows", &opts.call_rows, true)
         .map_max_entries("events", opts.ring_bytes);
     let ebpf = loader
         .load(OBJECT)
@@ -122,6 +123,7 @@ fn load_multi_uprobes(
         ("cfg_self_tgid", opts.self_tgid),
         ("cfg_launch_sample", opts.launch_sample),
         ("cfg_launch_rows", opts.launch_rows),
+        ("cfg_call_rows", opts.call_rows),
     ];
     match MultiUprobes::load(&map_fds(ebpf), &globals, btf) {
         Ok(m) => Some(m),

@@ -73,6 +73,9 @@ pub struct LoadOptions {
     /// Keep one timed outer launch row in this many (0 or 1: all); see
     /// [`crate::config::CaptureConfig::launch_rows`].
     pub launch_rows: u32,
+    /// Raw rows per second per thread and op of fast calls (0: every
+    /// call); see [`crate::config::CaptureConfig::call_rows`].
+    pub call_rows: u32,
 }
 
 /// Name of the on-CPU stack sampling program (`bpf/stacks.h`).

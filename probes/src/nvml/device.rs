@@ -29,15 +29,31 @@ pub fn identity(dev: &Device, gpu: u32, status: &mut GpuSamplerStatus) -> GpuDev
     }
 }
 
-/// Polls the state of `dev` now (`ts_ns`, capture clock).
-pub fn poll(dev: &Device, gpu: u32, ts_ns: i64, status: &mut GpuSamplerStatus) -> GpuStatus {
+/// A status poll reads the PCIe throughput counters only once in this
+/// many: each of the two queries waits about 20 ms in the driver (it
+/// samples the link), which at every 200 ms poll kept the sampler thread
+/// busy a fifth of the time; the other polls store them as not available.
+pub const PCIE_POLL_EVERY: u64 = 10;
+
+/// Polls the state of `dev` now (`ts_ns`, capture clock), with the PCIe
+/// throughput counters when `with_pcie` (see [`PCIE_POLL_EVERY`]).
+pub fn poll(
+    dev: &Device,
+    gpu: u32,
+    ts_ns: i64,
+    with_pcie: bool,
+    status: &mut GpuSamplerStatus,
+) -> GpuStatus {
     let mem = timed(status, || dev.memory_info().map(|m| m.used));
-    let rx = timed(status, || {
-        dev.pcie_throughput(PcieUtilCounter::Receive).map(u64::from)
-    });
-    let tx = timed(status, || {
-        dev.pcie_throughput(PcieUtilCounter::Send).map(u64::from)
-    });
+    let pcie = |counter: PcieUtilCounter, status: &mut GpuSamplerStatus| {
+        if with_pcie {
+            timed(status, || dev.pcie_throughput(counter).map(u64::from))
+        } else {
+            Err(nvml_wrapper::error::NvmlError::NotFound)
+        }
+    };
+    let rx = pcie(PcieUtilCounter::Receive, status);
+    let tx = pcie(PcieUtilCounter::Send, status);
     let clock = timed(status, || dev.clock_info(Clock::SM).map(u64::from));
     let power = timed(status, || dev.power_usage().map(u64::from));
     let reasons = timed(status, || dev.current_throttle_reasons().map(|r| r.bits()));

@@ -186,6 +186,7 @@ fn sample(
     let start = Instant::now();
     let mut next_status = start;
     let mut next_buffers = start + cfg.buffer_interval;
+    let mut status_round: u64 = 0;
     loop {
         let wait = next_status
             .min(next_buffers)
@@ -199,8 +200,10 @@ fn sample(
         let now = Instant::now();
         if stop_at.is_none() && now >= next_status {
             let ts = links.clock.now_epoch();
+            let with_pcie = status_round.is_multiple_of(device::PCIE_POLL_EVERY);
+            status_round += 1;
             for (i, d) in &devices {
-                batch.status.push(device::poll(d, *i, ts, st));
+                batch.status.push(device::poll(d, *i, ts, with_pcie, st));
             }
             next_status = next_due(next_status, cfg.status_interval, now);
         }

@@ -18,6 +18,8 @@ pub const REC_STACK: u32 = 5;
 pub const REC_PAGES: u32 = 6;
 /// Tag of a [`RecLaunchRun`]: launches of one thread counted in the kernel.
 pub const REC_LAUNCH_RUN: u32 = 7;
+/// Tag of a [`RecCallFold`]: other calls of one thread counted in the kernel.
+pub const REC_CALL_FOLD: u32 = 8;
 
 /// Host kind of a context switch; the kernel side numbers host kinds as the
 /// store's `HostKind` ids, so the decoder maps them with `HostKind::from_id`.
@@ -195,6 +197,51 @@ pub struct RecLaunchRun {
     pub dur_max: u64,
     /// Summed bounds of the bounded untimed ones.
     pub bound_sum: u64,
+}
+
+/// Calls of one function, nesting and stream of a thread counted in the
+/// kernel instead of sent one by one (`struct rec_call_fold`, written by
+/// `bpf/call_folds.h`): all succeeded and lasted less than 50 us; count,
+/// summed duration and bytes are exact.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+pub struct RecCallFold {
+    /// [`REC_CALL_FOLD`].
+    pub rec: u32,
+    /// Catalogue id of the function.
+    pub op: u16,
+    /// CPU of the flush.
+    pub cpu: u16,
+    /// Thread group id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// First call's entry, CLOCK_MONOTONIC ns.
+    pub ts: u64,
+    /// Last call's entry.
+    pub last_ts: u64,
+    /// Last call's return.
+    pub last_end: u64,
+    /// Stream.
+    pub stream: u64,
+    /// Summed durations, ns.
+    pub dur_sum: u64,
+    /// Summed bytes arguments.
+    pub bytes: u64,
+    /// Shortest, ns.
+    pub dur_min: u32,
+    /// Longest, ns.
+    pub dur_max: u32,
+    /// Calls.
+    pub count: u32,
+    /// 1 when made inside another probed call of the thread.
+    pub nested: u32,
+    /// Kernel launches: grid x block summed (saturating).
+    pub threads: u64,
+    /// Kernel launches of 1..65,536 threads.
+    pub small: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// A fork, exec or exit (`struct rec_proc`), carrying the task's command

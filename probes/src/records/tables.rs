@@ -9,6 +9,61 @@ use bytemuck::{Pod, Zeroable};
 /// the room in [`ThreadCalls::slot`].
 pub const CALL_SLOTS: usize = 4;
 
+/// Fold slots per thread (`FOLD_SLOTS` in `bpf/call_folds.h`): the room in
+/// [`ThreadCalls::fold`].
+pub const FOLD_SLOTS: usize = 8;
+/// Row budgets per thread (`BUDGET_SLOTS` in `bpf/call_folds.h`).
+pub const BUDGET_SLOTS: usize = 16;
+
+/// A thread's pending fold of calls of one function, nesting and stream
+/// (`struct call_fold` in `bpf/call_folds.h`), read at the stop; a
+/// `RecCallFold` carries the same numbers when it is sent.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+pub struct FoldVal {
+    /// First call's entry, CLOCK_MONOTONIC ns.
+    pub first_ts: u64,
+    /// Last call's entry.
+    pub last_ts: u64,
+    /// Last call's return.
+    pub last_end: u64,
+    /// Stream.
+    pub stream: u64,
+    /// Summed durations, ns.
+    pub dur_sum: u64,
+    /// Summed bytes.
+    pub bytes: u64,
+    /// Shortest, ns.
+    pub dur_min: u32,
+    /// Longest, ns.
+    pub dur_max: u32,
+    /// Calls, 0 when the slot is free.
+    pub n: u32,
+    /// Catalogue id.
+    pub op: u16,
+    /// 1 when nested.
+    pub nested: u16,
+    /// Kernel launches: grid x block summed.
+    pub threads: u64,
+    /// Kernel launches of 1..65,536 threads.
+    pub small: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// Rows kept in the current window by the ops of one budget slot (`struct
+/// row_budget` in `bpf/call_folds.h`); the kernel's own bookkeeping.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+pub struct RowBudget {
+    /// Window start, CLOCK_MONOTONIC ns.
+    pub since: u64,
+    /// Rows kept in it.
+    pub kept: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
 /// One open call in the kernel `threads` table (`struct call_val`), read at
 /// the stop to record calls that never returned.
 #[repr(C)]
@@ -96,6 +151,14 @@ pub struct ThreadCalls {
     pub run: RunVal,
     /// The open calls, `depth` of them.
     pub slot: [CallVal; CALL_SLOTS],
+    /// First entry among its pending folds, 0 when none.
+    pub fold_since: u64,
+    /// Latest return among them.
+    pub fold_end: u64,
+    /// Calls folded in the kernel, not yet sent.
+    pub fold: [FoldVal; FOLD_SLOTS],
+    /// Row budgets of its ops.
+    pub budget: [RowBudget; BUDGET_SLOTS],
 }
 
 /// One CPU's open run of page allocations (`struct page_run` in
@@ -136,3 +199,7 @@ unsafe impl aya::Pod for RunVal {}
 unsafe impl aya::Pod for ThreadCalls {}
 // SAFETY: as above.
 unsafe impl aya::Pod for PageRun {}
+// SAFETY: as above.
+unsafe impl aya::Pod for FoldVal {}
+// SAFETY: as above.
+unsafe impl aya::Pod for RowBudget {}

@@ -65,6 +65,25 @@ impl LiveStats {
         self.cuda += n;
     }
 
+    /// Counts a fold of calls counted in the kernel: the histogram gets its
+    /// shortest and longest call as they are and every other call at the
+    /// fold's mean.
+    pub fn add_fold(&mut self, f: &ingero_store::CallFold) {
+        let acc = self.ops.entry(f.op_id).or_default();
+        let n = f.count.max(1) as u64;
+        let mut rest = n;
+        if n >= 2 {
+            acc.hist.record(f.min_dur_ns.max(0) as u64);
+            acc.hist.record(f.max_dur_ns.max(0) as u64);
+            rest -= 2;
+        }
+        let mean = (f.dur_ns.max(0) as u64) / n;
+        acc.hist.record_n(mean, rest);
+        acc.total_ns += f.dur_ns.max(0) as u64;
+        acc.bytes += f.bytes.max(0) as u64;
+        self.cuda += n;
+    }
+
     /// Counts one host event.
     pub fn add_host(&mut self, h: &HostEvent) {
         let e = self.host.entry(h.kind.id()).or_default();

@@ -21,12 +21,14 @@ use rusqlite::params;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 mod early;
+mod folded;
 mod raw;
 pub mod sampled;
 
 pub use sampled::SampledOps;
 
 pub use crate::rows::{AggRow, Call, HostRow, OpInfo, Totals};
+pub use folded::ThreadCalls;
 
 /// Replaces the totals of buckets the window cuts (which also cover time
 /// outside it) with totals rebuilt from the raw rows inside the window.
@@ -202,6 +204,10 @@ pub struct Dataset {
     /// row, shorter ones one in K; `None` when the file's captures kept
     /// launch rows otherwise (percentiles then weight every kept row alike).
     pub launch_row_keep_ns: Option<i64>,
+    /// Call folding: every call other than a launch that failed or lasted
+    /// at least this long (ns) kept its raw row, faster ones a bounded
+    /// sample; `None` when the file's captures did not fold calls.
+    pub call_row_keep_ns: Option<i64>,
     /// Per-thread CUDA activity spans overlapping the window, by start.
     pub activity: Vec<ActivitySpan>,
     /// Where they came from.
@@ -376,6 +382,10 @@ impl Dataset {
             open_sessions,
             edge_sampled,
             launch_level_changes,
+            call_row_keep_ns: match db.format() {
+                DbFormat::Native { .. } => db.meta_i64(ingero_store::schema::META_CALL_ROW_KEEP_NS),
+                _ => None,
+            },
             launch_row_keep_ns: match db.format() {
                 DbFormat::Native { .. } => {
                     db.meta_i64(ingero_store::schema::META_LAUNCH_ROW_KEEP_NS)
@@ -466,12 +476,19 @@ impl Dataset {
         false
     }
 
-    /// The thread of `pid` that spent the most time in raw CUDA calls: the
-    /// one that drives the GPU.
+    /// The thread of `pid` that spent the most time in raw CUDA calls (in
+    /// outer calls of its activity spans, when the capture folded calls):
+    /// the one that drives the GPU.
     pub fn gpu_thread(&self, pid: i32) -> Option<i32> {
         let mut per_tid: BTreeMap<i32, i64> = BTreeMap::new();
         for c in self.calls.iter().filter(|c| c.pid == pid) {
             *per_tid.entry(c.tid).or_default() += c.dur_ns;
+        }
+        if self.per_thread_from_spans() {
+            for tid in per_tid.keys().copied().collect::<Vec<_>>() {
+                let api = self.thread_calls(pid, tid).map_or(0, |t| t.api_ns);
+                per_tid.insert(tid, api);
+            }
         }
         per_tid
             .into_iter()

@@ -174,6 +174,43 @@ pub fn sync_stats(
     s
 }
 
+/// Under call folding (the file records `call_row_keep_ns`) the raw rows of
+/// fast synchronisations are a sample: the counts and time of the
+/// synchronisations and synchronous copies/memsets of `pid` come from the
+/// aggregates' outer calls instead. Slow asynchronous copies (the pageable
+/// ones) are always rows, so their count stays the raw rows'. Files that
+/// did not fold calls keep their raw-row figures.
+pub fn sync_counts_from_aggregates(
+    ds: &Dataset,
+    roles: &BTreeMap<u16, OpRole>,
+    pid: i32,
+    s: &mut SyncStats,
+) {
+    if ds.call_row_keep_ns.is_none() {
+        return;
+    }
+    let (mut syncs, mut copies, mut time) = (0i64, 0i64, 0i64);
+    for a in ds
+        .aggs
+        .iter()
+        .filter(|a| a.source == AggSource::Cuda && a.pid == pid)
+    {
+        let op = a.code as u16;
+        let role = roles.get(&op).copied().unwrap_or_default();
+        if ds.op_class(op) == OpClass::Sync {
+            syncs += a.outer_count();
+        } else if role.sync_copy {
+            copies += a.outer_count();
+        } else {
+            continue;
+        }
+        time = time.saturating_add(a.outer_dur_ns());
+    }
+    s.syncs = syncs.max(s.syncs);
+    s.sync_copies = copies.max(s.sync_copies);
+    s.time_ns = time.max(s.time_ns);
+}
+
 /// The rule checks.
 pub fn rule_checks(
     gaps: usize,

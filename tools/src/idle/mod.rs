@@ -204,7 +204,8 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     let utilization = gaps::utilization(p.span, &bound.busy, measured);
     let roles = op_roles(&ds.ops);
     let sampled = crate::dataset::SampledOps::of(ds, pid, p.calls.iter().copied());
-    let sync = launches::sync_stats(ds, &roles, &p.calls, &sampled);
+    let mut sync = launches::sync_stats(ds, &roles, &p.calls, &sampled);
+    launches::sync_counts_from_aggregates(ds, &roles, pid, &mut sync);
     let launch_stats = launches::launch_stats(ds, pid, &p.calls, p.span_ns, sync.syncs);
     let rules = launches::rule_checks(
         long.gaps.len(),
