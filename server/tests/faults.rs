@@ -37,7 +37,8 @@ fn disk_full_keeps_earlier_batches_and_reports_it() {
     let db = small.join("full.db");
     let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
         .env("INGERO_STANDIN_US", "0")
-        .args(["trace", "--quiet", "--db"])
+        // One row per call (folded calls would never fill the disk).
+        .args(["trace", "--quiet", "--call-rows", "0", "--db"])
         .arg(&db)
         .arg("--")
         .arg(&workload)

@@ -853,7 +853,11 @@ fn sync_counts_under_sampling_are_every_call_as_sql_counts_them() {
         ev("synchronisations"),
         outer("'cudaStreamSynchronize', 'cudaDeviceSynchronize', 'cudaEventSynchronize'")
     );
-    assert!(c.root_cause.contains("cudaStreamSynchronize 49,656"), "{}", c.root_cause);
+    assert!(
+        c.root_cause.contains("cudaStreamSynchronize 49,656"),
+        "{}",
+        c.root_cause
+    );
     let claim = ev("sync_refill_idle") as i64;
     assert!(c.explained_ns <= claim, "{} > {claim}", c.explained_ns);
     assert!(claim < ev("idle_feeding_next_step") as i64);
