@@ -217,11 +217,19 @@ pub fn chain_text(c: &CausalChain) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "  [{}] {} ({}, explains {} of the loop's idle time, evidence strength {:.0}/100, +{:.1}s..+{:.1}s)",
+        "  [{}] {} ({}, explains {} of the loop's idle time{}, evidence strength {:.0}/100, +{:.1}s..+{:.1}s)",
         c.severity.label(),
         c.summary,
         c.cause.name(),
         crate::format::pct(c.explained_share),
+        if c.loop_cost_ns > c.explained_ns {
+            format!(
+                " and costs it {} of its own time",
+                crate::format::ns(c.loop_cost_ns)
+            )
+        } else {
+            String::new()
+        },
         c.score,
         c.start_offset_s,
         c.end_offset_s

@@ -194,6 +194,7 @@ impl ChainsView {
                         }
                         _ => explains(r, c),
                     };
+                    let share = format!("{share}{}", loop_cost_text(c));
                     if i >= BRIEF_SUMMARIES {
                         let _ = writeln!(
                             s,
@@ -330,6 +331,19 @@ pub fn headline(r: &ChainReport) -> String {
         }
     }
     s
+}
+
+/// For a finding that ranks by the loop time it costs rather than idle time
+/// it explains, that cost (empty otherwise).
+fn loop_cost_text(c: &CausalChain) -> String {
+    if c.loop_cost_ns > c.explained_ns {
+        format!(
+            ", and costs the loop {} of its own time (ranked by that)",
+            ns(c.loop_cost_ns)
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// A finding's name as a reader quotes it: the cause, and for a finding

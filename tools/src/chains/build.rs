@@ -40,6 +40,7 @@ pub(crate) fn chain(
         fix: fix.to_string(),
         code: Vec::new(),
         part: None,
+        loop_cost_ns: 0,
     }
 }
 

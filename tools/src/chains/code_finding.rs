@@ -192,6 +192,7 @@ fn state_only(
         ),
         code: Vec::new(),
         part: Some(key.to_string()),
+        loop_cost_ns: 0,
     }
 }
 
@@ -312,6 +313,7 @@ fn finding(
         fix: next_step(&part.key, top),
         code: part.code.clone(),
         part: Some(part.key.clone()),
+        loop_cost_ns: 0,
     }
 }
 

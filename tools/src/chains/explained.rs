@@ -167,6 +167,7 @@ pub fn claim(chains: &mut [CausalChain], idle: &ProcessIdle) -> Vec<i64> {
 pub fn rank(chains: &mut [CausalChain], idle: &ProcessIdle) {
     for c in chains.iter_mut() {
         c.severity = severity(c, idle);
+        c.loop_cost_ns = step_time(c);
     }
     chains.sort_by(|a, b| {
         tier(b, idle)

@@ -52,4 +52,13 @@ pub struct CausalChain {
     /// explains (`off_cpu_blocked`, `host_compute`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub part: Option<String>,
+    /// Time the finding costs the loop beyond the idle time it explains, ns
+    /// (time in the allocator, copies slower than pinned ones would be):
+    /// what it ranks by when it explains no idle time; 0 for most findings.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub loop_cost_ns: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
