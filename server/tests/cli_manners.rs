@@ -166,3 +166,35 @@ fn trace_prints_the_nvml_warning_once() {
         "{all}"
     );
 }
+
+#[test]
+fn counts_of_one_thread_in_two_sections_say_what_each_covers() {
+    // The starvation basis counts the GPU thread's switches between its
+    // first and last CUDA call, the thread line over its lifetime: each says
+    // so, and both figures are readable numbers.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = demo(dir.path(), "dataloader-starvation");
+    let out = ingero(&["explain", "--db", db.to_str().expect("utf-8")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let basis = text
+        .lines()
+        .find(|l| l.contains("CUDA calls kept as raw rows") && l.contains("basis:"))
+        .unwrap_or_else(|| panic!("no starvation basis line: {text}"));
+    assert!(
+        basis.contains("from its first to its last CUDA call"),
+        "{basis}"
+    );
+    let thread = text
+        .lines()
+        .find(|l| l.contains("GPU thread tid"))
+        .unwrap_or_else(|| panic!("no GPU thread line: {text}"));
+    assert!(thread.contains("switches in its lifetime"), "{thread}");
+    for line in [basis, thread] {
+        assert!(
+            !line
+                .split_whitespace()
+                .any(|w| w.len() > 4 && w.chars().all(|c| c.is_ascii_digit())),
+            "a count without separators: {line}"
+        );
+    }
+}

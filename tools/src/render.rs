@@ -317,7 +317,7 @@ pub fn processes_text(b: &ProcessBreakdown) -> String {
         );
         let thread_line = |t: &crate::processes::ThreadRow| {
             format!(
-                "tid {}: off-CPU {} of {} ({}), {} switches, longest {}",
+                "tid {}: off-CPU {} of {} ({}), {} switches in its lifetime, longest {}",
                 t.tid,
                 ns(t.off_cpu_ns),
                 ns(t.lifetime_ns),

@@ -143,12 +143,19 @@ fn one(ds: &Dataset, pid: i32) -> Option<StarvationEstimate> {
     };
     let host = (wall - api - off).max(0);
     let pid_switches = ds.host_totals(HostKind::SchedSwitch, Some(pid));
+    // Counted between the thread's first and last CUDA call (the stretch
+    // this estimate covers), so they can be below the thread's whole-window
+    // figures elsewhere in the report: said here.
     let mut basis = format!(
-        "thread {tid}: {} CUDA calls kept as raw rows, {switches} raw context switches",
-        ds.calls
-            .iter()
-            .filter(|c| c.pid == pid && c.tid == tid)
-            .count()
+        "thread {tid}, from its first to its last CUDA call: {} CUDA calls kept as raw rows, {} \
+         context switches (raw rows)",
+        crate::format::count(
+            ds.calls
+                .iter()
+                .filter(|c| c.pid == pid && c.tid == tid)
+                .count() as i64
+        ),
+        crate::format::count(switches)
     );
     if let Some(s) = spans {
         basis.push_str(&format!(
