@@ -1,6 +1,9 @@
 //! The sample outputs in the README and `docs/` are the binary's own. A
 //! fenced block preceded by `<!-- checked -->` starts with `$ ingero ARGS`
-//! (run from the repository root) and holds that command's output; one
+//! (run from the repository root) and holds that command's output; with
+//! `<!-- checked in a new folder -->` its `$ ingero` lines run in turn in an
+//! empty folder (earlier ones make the files the last one reads) and the
+//! block holds the last one's output; one
 //! preceded by `<!-- checked tool: DB TOOL {ARGS} -->` holds the text answer of
 //! that MCP tool, called through `ingero mcp --db DB` over stdio. The block's
 //! lines must equal the first lines of the output; a last line `...` says more
@@ -14,13 +17,14 @@ use std::process::Command;
 use stdio_client::StdioServer;
 
 const MARKER: &str = "<!-- checked -->";
+const FOLDER_MARKER: &str = "<!-- checked in a new folder -->";
 const TOOL_MARKER: &str = "<!-- checked tool:";
 const MORE: &str = "...";
 
 /// What produces a block's output.
 enum Source {
-    /// `ingero ARGS`.
-    Cli(Vec<String>),
+    /// `ingero ARGS` for each command, in turn; in a new folder when set.
+    Cli(Vec<Vec<String>>, bool),
     /// An MCP tool's text answer: database, tool, arguments.
     Tool(String, String, serde_json::Value),
 }
@@ -65,7 +69,8 @@ fn blocks(lines: &[&str], doc: &Path) -> Vec<Block> {
         let tool = l
             .strip_prefix(TOOL_MARKER)
             .and_then(|t| t.strip_suffix("-->"));
-        if l != MARKER && tool.is_none() {
+        let in_folder = l == FOLDER_MARKER;
+        if l != MARKER && !in_folder && tool.is_none() {
             continue;
         }
         let at = |j: usize| format!("{}:{}", doc.display(), j + 1);
@@ -88,19 +93,19 @@ fn blocks(lines: &[&str], doc: &Path) -> Vec<Block> {
                 (fence, Source::Tool(db.into(), name.into(), args))
             }
             None => {
-                let command = lines.get(fence + 1).copied().unwrap_or_default();
-                let args = command
-                    .strip_prefix("$ ingero ")
-                    .unwrap_or_else(|| {
-                        panic!(
-                            "{}: a checked block starts with `$ ingero ARGS`, not {command:?}",
-                            at(fence + 1)
-                        )
-                    })
-                    .split_whitespace()
-                    .map(str::to_string)
-                    .collect();
-                (fence + 1, Source::Cli(args))
+                let mut commands = Vec::new();
+                let mut j = fence + 1;
+                while let Some(args) = lines.get(j).and_then(|c| c.strip_prefix("$ ingero ")) {
+                    commands.push(args.split_whitespace().map(str::to_string).collect());
+                    j += 1;
+                }
+                assert!(
+                    !commands.is_empty(),
+                    "{}: a checked block starts with `$ ingero ARGS`, not {:?}",
+                    at(fence + 1),
+                    lines.get(fence + 1)
+                );
+                (j - 1, Source::Cli(commands, in_folder))
             }
         };
         let end = (command_at + 1..lines.len())
@@ -127,7 +132,18 @@ fn blocks(lines: &[&str], doc: &Path) -> Vec<Block> {
 /// The output lines of a block's source.
 fn produce(source: &Source) -> (String, Vec<String>) {
     match source {
-        Source::Cli(args) => (format!("ingero {}", args.join(" ")), run(args)),
+        Source::Cli(commands, in_folder) => {
+            let folder = in_folder.then(|| tempfile::tempdir().expect("tempdir"));
+            let cwd = folder
+                .as_ref()
+                .map_or_else(root, |d| d.path().to_path_buf());
+            let mut last = Vec::new();
+            for args in commands {
+                last = run(args, &cwd);
+            }
+            let shown = commands.last().map(|a| a.join(" ")).unwrap_or_default();
+            (format!("ingero {shown}"), last)
+        }
         Source::Tool(db, tool, args) => {
             let mut server = StdioServer::start(["--db".into(), root().join(db)]);
             let (is_error, text) = server.call(tool, args.clone());
@@ -138,10 +154,10 @@ fn produce(source: &Source) -> (String, Vec<String>) {
     }
 }
 
-fn run(args: &[String]) -> Vec<String> {
+fn run(args: &[String], cwd: &Path) -> Vec<String> {
     let out = Command::new(env!("CARGO_BIN_EXE_ingero"))
         .args(args)
-        .current_dir(root())
+        .current_dir(cwd)
         .env("NO_COLOR", "1")
         .output()
         .expect("run ingero");
