@@ -590,7 +590,7 @@
       if (p.step_period_ns) facts.push('step period ' + fmtNs(p.step_period_ns));
       box.appendChild(el('p', { class: 'meta', text: facts.join(' · ') }));
       const rules = el('ul', { class: 'rules' });
-      for (const r of p.rules) rules.appendChild(el('li', { class: r.triggered ? 'on' : 'off', text: (r.triggered ? '✖ ' : '✓ ') + r.rule + ': ' + r.detail }));
+      for (const r of p.rules) rules.appendChild(el('li', { class: r.triggered ? 'on' : 'off', text: (r.triggered ? '✖ ' : '✓ ') + (r.title || r.rule) + ': ' + r.detail }));
       box.appendChild(rules);
       app.appendChild(box);
     }

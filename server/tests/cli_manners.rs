@@ -198,3 +198,30 @@ fn counts_of_one_thread_in_two_sections_say_what_each_covers() {
         );
     }
 }
+
+#[test]
+fn rule_checks_read_in_words_and_units() {
+    // The report lists the rule checks as they are in the JSON: a title a
+    // reader knows, durations in units, counts with separators.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = demo(dir.path(), "dataloader-starvation");
+    let v = explain_json(&db);
+    let rules: Vec<&serde_json::Value> = v["chains"]["gpu_idle"]
+        .as_array()
+        .expect("gpu_idle")
+        .iter()
+        .flat_map(|p| p["rules"].as_array().into_iter().flatten())
+        .collect();
+    assert!(!rules.is_empty(), "no rule checks: {v}");
+    for r in rules {
+        let title = r["title"].as_str().expect("title");
+        let detail = r["detail"].as_str().expect("detail");
+        assert!(!title.contains('_') && title != "Rule check", "{title}");
+        assert!(
+            !detail
+                .split(|c: char| !c.is_ascii_digit())
+                .any(|run| run.len() > 4),
+            "a count or duration without separators or units: {detail}"
+        );
+    }
+}

@@ -221,16 +221,21 @@ pub fn rule_checks(
 ) -> Vec<RuleCheck> {
     let check = |rule: &str, triggered: bool, detail: String| RuleCheck {
         rule: rule.to_string(),
+        title: rule_title(rule).to_string(),
         triggered,
         detail,
     };
+    let count = crate::format::count;
+    let ns = crate::format::ns;
     vec![
         check(
             "gpu_gaps",
             gaps > 0,
             format!(
-                "{gaps} gaps of at least 500 ms with no GPU work ({}), {gaps_ns} ns in all",
-                util.basis
+                "{} gaps of at least 500 ms with no GPU work ({}), {} in all",
+                count(gaps as i64),
+                util.basis,
+                ns(gaps_ns)
             ),
         ),
         check(
@@ -246,31 +251,45 @@ pub fn rule_checks(
             sync.pageable_async_copies > 0,
             format!(
                 "{} asynchronous copies of at least 1 MiB ran below 8 GB/s (pageable source: they block the host)",
-                sync.pageable_async_copies
+                count(sync.pageable_async_copies)
             ),
         ),
         check(
             "synchronous_operations",
             sync.syncs + sync.sync_copies > 0,
             format!(
-                "{} synchronisations and {} synchronous copies/memsets, {} ns blocking the host",
-                sync.syncs, sync.sync_copies, sync.time_ns
+                "{} synchronisations and {} synchronous copies/memsets, {} blocking the host",
+                count(sync.syncs),
+                count(sync.sync_copies),
+                ns(sync.time_ns)
             ),
         ),
         check(
             "launch_statistics",
             launches.launches_per_sync.is_some_and(|v| v < 5.0),
             format!(
-                "{} launches ({:.1}/s, {} of them with at most 65,536 threads), CPU launch time p50 {} ns / p99 {} ns, {} launches per synchronisation",
-                launches.launches,
+                "{} launches ({:.1}/s, {} of them small: at most 65,536 threads), CPU launch time p50 {} / p99 {}, {} launches per synchronisation",
+                count(launches.launches),
                 launches.launches_per_s,
-                launches.small_launches,
-                launches.launch_p50_ns.unwrap_or(0),
-                launches.launch_p99_ns.unwrap_or(0),
+                count(launches.small_launches),
+                crate::format::opt_ns(launches.launch_p50_ns),
+                crate::format::opt_ns(launches.launch_p99_ns),
                 launches
                     .launches_per_sync
                     .map_or_else(|| "n/a".to_string(), |v| format!("{v:.1}"))
             ),
         ),
     ]
+}
+
+/// A rule's name for a reader, by its id.
+fn rule_title(rule: &str) -> &'static str {
+    match rule {
+        "gpu_gaps" => "Idle gaps of 500 ms or more",
+        "gpu_time_utilization" => "GPU time utilisation",
+        "pageable_async_copies" => "Pageable asynchronous copies",
+        "synchronous_operations" => "Synchronous operations",
+        "launch_statistics" => "Kernel launch statistics",
+        _ => "Rule check",
+    }
 }
