@@ -166,8 +166,15 @@ fn a_cuda_thread_leaving_the_cpu_leaves_its_stack_and_off_cpu_time() {
         off.len()
     );
     assert!(blocks.len() <= 30, "{} blocks of 30 sleeps", blocks.len());
-    for (_, state, _) in &preempted {
-        assert_eq!(*state, 1, "a switch-out is a block or a preemption");
+    for (off_ns, state, _) in &preempted {
+        // A switch-out whose switch-in the capture did not see (the thread
+        // was still off the CPU when the capture stopped, a race with the
+        // workload's end on a busy machine) has no known state or length.
+        assert!(
+            *state == 1 || (*state == -1 && *off_ns == -1),
+            "a switch-out is a block, a preemption, or still off at the stop: state {state}, \
+             off {off_ns} ns"
+        );
     }
     for (off_ns, _, frames) in &blocks {
         assert!(
