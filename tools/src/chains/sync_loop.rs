@@ -47,7 +47,23 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
     let syncs = idle.sync.syncs + idle.sync.sync_copies;
     // Every call, not only the kept rows: each row stands for the calls of
     // its op the aggregates counted.
-    let sampled = SampledOps::of(ctx.ds, main, ctx.main_calls());
+    if small.is_empty() {
+        return None;
+    }
+    let copy_ops: std::collections::BTreeSet<u16> = small.iter().map(|c| c.op_id).collect();
+    // The read-back copies and the synchronisations are counted; the calls
+    // that enqueue work are tracked too, for the refill's whole row runs.
+    let sampled = SampledOps::of(ctx.ds, main, ctx.main_calls(), |op| {
+        copy_ops.contains(&op)
+            || matches!(
+                ctx.ds.op_class(op),
+                OpClass::Sync
+                    | OpClass::Launch
+                    | OpClass::GraphLaunch
+                    | OpClass::Copy
+                    | OpClass::Other
+            )
+    });
     let n = small.iter().map(|c| sampled.weight(c)).sum::<f64>().round() as i64;
     let source = if small.iter().any(|c| sampled.sampled(c)) {
         "raw rows scaled to the totals"
@@ -100,9 +116,9 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         n as f64 / span_s,
         per_sync,
     );
-    let copy_ops = ctx.op_names(small.iter().copied()).join(", ");
+    let copy_names = ctx.op_names(small.iter().copied()).join(", ");
     let root_cause = format!(
-        "Synchronisation in the loop: {main} reads a scalar back from the GPU {} times (device-to-host copies of at most {SMALL_BYTES} bytes through {copy_ops}, e.g. .item() on a loss), {:.2} per synchronisation ({}), so the host cannot queue work ahead; {refill_text}, of {} GPU idle time while it prepared and launched steps. {}",
+        "Synchronisation in the loop: {main} reads a scalar back from the GPU {} times (device-to-host copies of at most {SMALL_BYTES} bytes through {copy_names}, e.g. .item() on a loss), {:.2} per synchronisation ({}), so the host cannot queue work ahead; {refill_text}, of {} GPU idle time while it prepared and launched steps. {}",
         format::count(n),
         per_sync,
         sync_calls(ctx, main, &sampled),

@@ -46,8 +46,15 @@ pub struct SampledOps {
 }
 
 impl SampledOps {
-    /// Reads `pid`'s aggregates against its outer raw rows `calls`.
-    pub fn of<'a>(ds: &Dataset, pid: i32, calls: impl IntoIterator<Item = &'a Call>) -> Self {
+    /// Reads `pid`'s aggregates against its outer raw rows `calls`, for the
+    /// ops `wanted` accepts (the others are not tracked: a capture's calls
+    /// are many, and most readers need a few ops).
+    pub fn of<'a>(
+        ds: &Dataset,
+        pid: i32,
+        calls: impl IntoIterator<Item = &'a Call>,
+        wanted: impl Fn(u16) -> bool,
+    ) -> Self {
         let bucket_ns = ds.bucket_ns.max(1);
         let (lo, hi) = (ds.window.lo_ns, ds.window.hi_ns);
         // A bucket counts when the part of it the capture spans lies in the
@@ -56,13 +63,19 @@ impl SampledOps {
         let inside = |start: i64| start.max(first) >= lo && (start + bucket_ns - 1).min(last) <= hi;
         let mut by_op: BTreeMap<(u16, i64), BucketRows> = BTreeMap::new();
         for a in ds.aggs.iter().filter(|a: &&AggRow| {
-            a.source == AggSource::Cuda && a.pid == pid && inside(a.bucket_ns)
+            a.source == AggSource::Cuda
+                && a.pid == pid
+                && inside(a.bucket_ns)
+                && wanted(a.code as u16)
         }) {
             let e = by_op.entry((a.code as u16, a.bucket_ns)).or_default();
             e.counted += a.outer_count();
             e.counted_dur_ns += a.outer_dur_ns();
         }
-        for c in calls.into_iter().filter(|c| !c.nested && c.pid == pid) {
+        for c in calls
+            .into_iter()
+            .filter(|c| !c.nested && c.pid == pid && wanted(c.op_id))
+        {
             let start = c.ts_ns - c.ts_ns.rem_euclid(bucket_ns);
             let e = by_op.entry((c.op_id, start)).or_default();
             e.raw += 1;

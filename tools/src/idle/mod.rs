@@ -203,7 +203,10 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
     let long = LongGaps::of(&bound.gaps, measured);
     let utilization = gaps::utilization(p.span, &bound.busy, measured);
     let roles = op_roles(&ds.ops);
-    let sampled = crate::dataset::SampledOps::of(ds, pid, p.calls.iter().copied());
+    let sampled = crate::dataset::SampledOps::of(ds, pid, p.calls.iter().copied(), |op| {
+        ds.op_class(op) == ingero_store::OpClass::Sync
+            || roles.get(&op).is_some_and(|r| r.sync_copy)
+    });
     let mut sync = launches::sync_stats(ds, &roles, &p.calls, &sampled);
     launches::sync_counts_from_aggregates(ds, &roles, pid, &mut sync);
     let launch_stats = launches::launch_stats(ds, pid, &p.calls, p.span_ns, sync.syncs);
