@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::explain_json;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -20,12 +21,6 @@ fn demo(dir: &Path, scenario: &str) -> std::path::PathBuf {
     let out = ingero(&["demo", scenario, "--db", db.to_str().expect("utf-8 path")]);
     assert!(out.status.success(), "demo {scenario}: {out:?}");
     db
-}
-
-fn explain_json(db: &Path) -> serde_json::Value {
-    let out = ingero(&["explain", "--db", db.to_str().expect("utf-8"), "--json"]);
-    assert!(out.status.success(), "{out:?}");
-    serde_json::from_slice(&out.stdout).expect("explain --json")
 }
 
 fn rank(severity: &str) -> u8 {

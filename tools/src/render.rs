@@ -222,14 +222,9 @@ pub fn chain_text(c: &CausalChain) -> String {
         c.summary,
         c.cause.name(),
         crate::format::pct(c.explained_share),
-        if c.loop_cost_ns > c.explained_ns {
-            format!(
-                " and costs it {} of its own time",
-                crate::format::ns(c.loop_cost_ns)
-            )
-        } else {
-            String::new()
-        },
+        c.loop_cost_beyond_idle()
+            .map(|cost| format!(" and costs it {} of its own time", crate::format::ns(cost)))
+            .unwrap_or_default(),
         c.score,
         c.start_offset_s,
         c.end_offset_s

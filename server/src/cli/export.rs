@@ -273,16 +273,12 @@ fn stacks_held(db: &TraceDb) -> String {
                 `ingero check` says whether this machine can take them)"
             .to_string();
     }
-    let names = |k: i64| match k {
-        1 => "on_cpu",
-        2 => "off_cpu",
-        3 => "python",
-        4 => "call_site",
-        _ => "other",
-    };
     let held: Vec<String> = counts
         .iter()
-        .map(|&(k, n)| format!("{} {}", ingero_tools::format::count(n), names(k)))
+        .map(|&(k, n)| {
+            let kind = ingero_store::StackKind::from_id(k).map_or("other", |k| k.as_str());
+            format!("{} {kind}", ingero_tools::format::count(n))
+        })
         .collect();
     format!(
         "the file holds {} samples: widen --since/--until, or pick --stacks, --tid or --category to match them",

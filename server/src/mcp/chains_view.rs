@@ -336,14 +336,14 @@ pub fn headline(r: &ChainReport) -> String {
 /// For a finding that ranks by the loop time it costs rather than idle time
 /// it explains, that cost (empty otherwise).
 fn loop_cost_text(c: &CausalChain) -> String {
-    if c.loop_cost_ns > c.explained_ns {
-        format!(
-            ", and costs the loop {} of its own time (ranked by that)",
-            ns(c.loop_cost_ns)
-        )
-    } else {
-        String::new()
-    }
+    c.loop_cost_beyond_idle()
+        .map(|cost| {
+            format!(
+                ", and costs the loop {} of its own time (ranked by that)",
+                ns(cost)
+            )
+        })
+        .unwrap_or_default()
 }
 
 /// A finding's name as a reader quotes it: the cause, and for a finding
@@ -475,13 +475,7 @@ fn evidence_line(c: &CausalChain) -> String {
     let items: Vec<String> = c
         .evidence
         .iter()
-        .map(|e| {
-            format!(
-                "{} {}",
-                e.label,
-                super::readable::evidence_text(e.value, e.unit)
-            )
-        })
+        .map(|e| format!("{} {}", e.label, e.unit.readable(e.value)))
         .collect();
     items.join("; ")
 }

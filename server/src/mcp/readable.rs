@@ -86,7 +86,7 @@ fn companion(
         let unit: ingero_tools::finding::Unit =
             serde_json::from_value(map.get("unit")?.clone()).ok()?;
         let x = v.as_f64()?;
-        return Some(("value_text".into(), evidence_text(x, unit)));
+        return Some(("value_text".into(), unit.readable(x)));
     }
     if let Some(stem) = key.strip_suffix("_ns") {
         let ns = v.as_i64()?;
@@ -132,11 +132,6 @@ fn free_name(keys: &[String], want: &str, raw: &str) -> String {
     } else {
         want.to_string()
     }
-}
-
-/// An evidence value in its unit, as a person would write it.
-pub(crate) fn evidence_text(x: f64, unit: ingero_tools::finding::Unit) -> String {
-    unit.readable(x)
 }
 
 /// `schema_for_output::<T>()` with the readable companions declared.

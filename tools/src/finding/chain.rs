@@ -59,6 +59,15 @@ pub struct CausalChain {
     pub loop_cost_ns: i64,
 }
 
+impl CausalChain {
+    /// The loop time the finding costs, when that exceeds the idle time it
+    /// explains (it then ranks by it): what a reader must be told beside
+    /// its idle share.
+    pub fn loop_cost_beyond_idle(&self) -> Option<i64> {
+        (self.loop_cost_ns > self.explained_ns).then_some(self.loop_cost_ns)
+    }
+}
+
 fn is_zero(v: &i64) -> bool {
     *v == 0
 }
