@@ -121,7 +121,7 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
         "Synchronisation in the loop: {main} reads a scalar back from the GPU {} times (device-to-host copies of at most {SMALL_BYTES} bytes through {copy_names}, e.g. .item() on a loss), {:.2} per synchronisation ({}), so the host cannot queue work ahead; {refill_text}, of {} GPU idle time while it prepared and launched steps. {}",
         format::count(n),
         per_sync,
-        sync_calls(ctx, main, &sampled),
+        sync_calls(ctx, &sampled),
         format::ns(feeding),
         busy.text()
     );
@@ -181,13 +181,12 @@ pub fn detect(ctx: &Context) -> Option<CausalChain> {
 
 /// The main process's synchronising calls by op, most first, each with every
 /// call counted: `cudaStreamSynchronize 49,656`.
-fn sync_calls(ctx: &Context, main: i32, sampled: &SampledOps) -> String {
-    let ops: std::collections::BTreeSet<u16> = ctx
-        .main_calls()
-        .filter(|c| c.pid == main && !c.nested && ctx.ds.op_class(c.op_id) == OpClass::Sync)
-        .map(|c| c.op_id)
+fn sync_calls(ctx: &Context, sampled: &SampledOps) -> String {
+    let mut ops: Vec<(u16, i64)> = sampled
+        .ops()
+        .filter(|&op| ctx.ds.op_class(op) == OpClass::Sync)
+        .map(|op| (op, sampled.count(op)))
         .collect();
-    let mut ops: Vec<(u16, i64)> = ops.into_iter().map(|op| (op, sampled.count(op))).collect();
     ops.sort_by_key(|&(op, n)| (std::cmp::Reverse(n), op));
     if ops.is_empty() {
         return "synchronous copies".to_string();

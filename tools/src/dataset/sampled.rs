@@ -23,6 +23,9 @@ struct BucketRows {
     raw: i64,
     /// Their time, ns.
     raw_dur_ns: i64,
+    /// Raw rows nested in another call of their thread (not counted: the
+    /// outer call stands for the work).
+    nested_raw: i64,
     /// Outer calls the aggregates counted (0 for a bucket overhanging the
     /// window: the raw rows speak alone there).
     counted: i64,
@@ -74,12 +77,16 @@ impl SampledOps {
         }
         for c in calls
             .into_iter()
-            .filter(|c| !c.nested && c.pid == pid && wanted(c.op_id))
+            .filter(|c| c.pid == pid && wanted(c.op_id))
         {
             let start = c.ts_ns - c.ts_ns.rem_euclid(bucket_ns);
             let e = by_op.entry((c.op_id, start)).or_default();
-            e.raw += 1;
-            e.raw_dur_ns += c.dur_ns;
+            if c.nested {
+                e.nested_raw += 1;
+            } else {
+                e.raw += 1;
+                e.raw_dur_ns += c.dur_ns;
+            }
         }
         SampledOps { bucket_ns, by_op }
     }
@@ -108,6 +115,23 @@ impl SampledOps {
     /// True when `c`'s op dropped rows in its bucket (its row is one of a sample).
     pub fn sampled(&self, c: &Call) -> bool {
         self.weight(c) > 1.0
+    }
+
+    /// The ops tracked that have outer calls, each once: those with outer
+    /// raw rows, and those the aggregates alone count (every row dropped);
+    /// not an op whose rows are all nested in another call (a file that did
+    /// not record nesting counts those in its aggregates as outer).
+    pub fn ops(&self) -> impl Iterator<Item = u16> + '_ {
+        let mut by_op: BTreeMap<u16, (i64, i64)> = BTreeMap::new();
+        for (&(op, _), r) in &self.by_op {
+            let e = by_op.entry(op).or_default();
+            e.0 += r.raw;
+            e.1 += r.nested_raw;
+        }
+        by_op
+            .into_iter()
+            .filter(|&(_, (outer, nested))| outer > 0 || nested == 0)
+            .map(|(op, _)| op)
     }
 
     /// Outer calls of `op`: per bucket the aggregates' count where rows were
@@ -157,6 +181,7 @@ mod tests {
         let rows = |raw, counted| BucketRows {
             raw,
             raw_dur_ns: 10 * raw,
+            nested_raw: 0,
             counted,
             counted_dur_ns: 7 * counted,
         };
@@ -185,5 +210,23 @@ mod tests {
         assert_eq!(s.count(7), 100 + 1 + 3);
         assert_eq!(s.dur_ns(7), 700 + 10 + 30);
         assert_eq!(s.count(8), 0);
+        assert_eq!(s.ops().collect::<Vec<_>>(), [7]);
+    }
+
+    #[test]
+    fn an_op_seen_only_nested_is_not_an_op_of_its_own() {
+        let mut s = ops();
+        let nested = BucketRows {
+            nested_raw: 4,
+            counted: 4,
+            ..BucketRows::default()
+        };
+        s.by_op.insert((9, 0), nested);
+        let dropped = BucketRows {
+            counted: 50,
+            ..BucketRows::default()
+        };
+        s.by_op.insert((11, 0), dropped);
+        assert_eq!(s.ops().collect::<Vec<_>>(), [7, 11]);
     }
 }

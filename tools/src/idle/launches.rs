@@ -145,15 +145,22 @@ pub fn sync_stats(
     sampled: &SampledOps,
 ) -> SyncStats {
     let role = |op: u16| roles.get(&op).copied().unwrap_or_default();
-    // Per op: outer raw rows and their time, for the ops every call of which
-    // blocks the host.
-    let mut blocking: BTreeMap<u16, bool> = BTreeMap::new();
     let mut s = SyncStats::default();
+    // The ops every call of which blocks the host, counted in full (an op
+    // whose rows were all dropped under call folding included).
+    for op in sampled.ops() {
+        if ds.op_class(op) == OpClass::Sync {
+            s.syncs += sampled.count(op);
+        } else if role(op).sync_copy {
+            s.sync_copies += sampled.count(op);
+        } else {
+            continue;
+        }
+        s.time_ns += sampled.dur_ns(op);
+    }
+    // Slow asynchronous copies (pageable sources) always keep their rows.
     for c in calls.iter().filter(|c| !c.nested) {
-        let is_sync = ds.op_class(c.op_id) == OpClass::Sync;
-        if is_sync || role(c.op_id).sync_copy {
-            blocking.insert(c.op_id, is_sync);
-        } else if ds.op_class(c.op_id) == OpClass::Copy
+        if ds.op_class(c.op_id) == OpClass::Copy
             && role(c.op_id).async_work
             && c.bytes >= 1 << 20
             && c.dur_ns > 0
@@ -162,53 +169,7 @@ pub fn sync_stats(
             s.pageable_async_copies += 1;
         }
     }
-    for (op, is_sync) in blocking {
-        let n = sampled.count(op);
-        if is_sync {
-            s.syncs += n;
-        } else {
-            s.sync_copies += n;
-        }
-        s.time_ns += sampled.dur_ns(op);
-    }
     s
-}
-
-/// Under call folding (the file records `call_row_keep_ns`) the raw rows of
-/// fast synchronisations are a sample: the counts and time of the
-/// synchronisations and synchronous copies/memsets of `pid` come from the
-/// aggregates' outer calls instead. Slow asynchronous copies (the pageable
-/// ones) are always rows, so their count stays the raw rows'. Files that
-/// did not fold calls keep their raw-row figures.
-pub fn sync_counts_from_aggregates(
-    ds: &Dataset,
-    roles: &BTreeMap<u16, OpRole>,
-    pid: i32,
-    s: &mut SyncStats,
-) {
-    if ds.call_row_keep_ns.is_none() {
-        return;
-    }
-    let (mut syncs, mut copies, mut time) = (0i64, 0i64, 0i64);
-    for a in ds
-        .aggs
-        .iter()
-        .filter(|a| a.source == AggSource::Cuda && a.pid == pid)
-    {
-        let op = a.code as u16;
-        let role = roles.get(&op).copied().unwrap_or_default();
-        if ds.op_class(op) == OpClass::Sync {
-            syncs += a.outer_count();
-        } else if role.sync_copy {
-            copies += a.outer_count();
-        } else {
-            continue;
-        }
-        time = time.saturating_add(a.outer_dur_ns());
-    }
-    s.syncs = syncs.max(s.syncs);
-    s.sync_copies = copies.max(s.sync_copies);
-    s.time_ns = time.max(s.time_ns);
 }
 
 /// The rule checks.

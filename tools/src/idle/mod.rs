@@ -207,8 +207,7 @@ fn one(ds: &Dataset, pid: i32, mains: &[i32]) -> Option<ProcessIdle> {
         ds.op_class(op) == ingero_store::OpClass::Sync
             || roles.get(&op).is_some_and(|r| r.sync_copy)
     });
-    let mut sync = launches::sync_stats(ds, &roles, &p.calls, &sampled);
-    launches::sync_counts_from_aggregates(ds, &roles, pid, &mut sync);
+    let sync = launches::sync_stats(ds, &roles, &p.calls, &sampled);
     let launch_stats = launches::launch_stats(ds, pid, &p.calls, p.span_ns, sync.syncs);
     let rules = launches::rule_checks(
         long.gaps.len(),
