@@ -16,6 +16,7 @@ use ingero_store::{
     GpuUtilSample, HostEvent, HostKind, ProcessInfo, RawPolicy, SessionInfo, TimeWindow, TraceDb,
     TraceWriter,
 };
+use ingero_tools::chains::CausalChain;
 use ingero_tools::gpu_activity::BusySource;
 use ingero_tools::idle::{idle_of, ProcessIdle};
 use ingero_tools::{dataset::Dataset, Scope};
@@ -492,6 +493,15 @@ fn sampling_raw_rows_moves_neither_breakdown_nor_gaps_on_real_captures() {
 // ----------------------------------------------------------------- findings
 
 /// Causes of the report's chains, strongest first.
+/// The finding of `cause` in `r`, which the case must have.
+fn finding<'a>(r: &'a ingero_tools::explain::Report, cause: &str) -> &'a CausalChain {
+    r.chains
+        .chains
+        .iter()
+        .find(|c| c.cause.name() == cause)
+        .unwrap_or_else(|| panic!("no {cause} finding"))
+}
+
 fn causes(path: &Path) -> Vec<&'static str> {
     causes_in(path, &Scope::ALL)
 }
@@ -716,12 +726,7 @@ fn compile_time_found_is_near_the_compile_phases_the_workload_timed() {
     let (_tmp, path) = unpack(case);
     let db = TraceDb::open(&path).expect("open");
     let r = ingero_tools::explain::explain(&db, &steady_scope(&path, case)).expect("explain");
-    let c = r
-        .chains
-        .chains
-        .iter()
-        .find(|c| c.cause.name() == "compile_stall")
-        .expect("a compile_stall finding");
+    let c = finding(&r, "compile_stall");
     let found = c
         .evidence
         .iter()
@@ -794,12 +799,7 @@ fn cpu_contention_claims_what_the_hogs_added_to_each_step() {
     let (_tmp, path) = unpack("cpu_contention-s50");
     let db = TraceDb::open(&path).expect("open");
     let r = ingero_tools::explain::explain(&db, &Scope::ALL).expect("explain");
-    let c = r
-        .chains
-        .chains
-        .iter()
-        .find(|c| c.cause.name() == "cpu_contention")
-        .expect("contention finding");
+    let c = finding(&r, "cpu_contention");
     let got = c.explained_ns as f64;
     assert!(
         (got - built_ns).abs() <= 0.3 * built_ns,
@@ -818,12 +818,7 @@ fn sync_counts_under_sampling_are_every_call_as_sql_counts_them() {
     let (_tmp, path) = unpack("sync_in_loop-s50");
     let db = TraceDb::open(&path).expect("open");
     let r = ingero_tools::explain::explain(&db, &Scope::ALL).expect("explain");
-    let c = r
-        .chains
-        .chains
-        .iter()
-        .find(|c| c.cause.name() == "sync_in_loop")
-        .expect("sync_in_loop finding");
+    let c = finding(&r, "sync_in_loop");
     let ev = |label: &str| {
         c.evidence
             .iter()
